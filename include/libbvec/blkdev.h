@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * DOC: libbvec/blkdev.h - a minimal block-device model so drivers stack
+ *
+ * A &struct gendisk is a device with a submit_bio operation, queue limits
+ * and a capacity; bios name it through bi_bdev (the disk's &struct
+ * block_device).  submit_bio() never recurses: a bio submitted from inside
+ * a driver's submit_bio is queued on a per-thread list and run by the
+ * outermost submit_bio() in a loop, as in Linux.
+ *
+ * Also here: the userspace bridge between bios and struct iovec arrays, so
+ * storage engines can build bios over their buffers without copying and
+ * hand a bio's memory to preadv()/pwritev()/io_uring.
+ */
+#ifndef LIBBVEC_BLKDEV_H
+#define LIBBVEC_BLKDEV_H
+
+#include <sys/uio.h>
+#include <libbvec/bio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * struct queue_limits - what a device accepts in one bio
+ * @logical_block_size: smallest addressable unit, bytes (power of two >= 512)
+ * @physical_block_size: preferred unit, bytes
+ * @max_sectors: largest bio, in sectors
+ * @max_segments: most segments in one bio
+ * @max_segment_size: largest segment, bytes
+ * @seg_boundary_mask: a segment never crosses an address boundary of
+ *	(@seg_boundary_mask + 1); all ones for none
+ * @max_discard_sectors: largest DISCARD/SECURE_ERASE; 0 = not supported
+ * @max_write_zeroes_sectors: largest WRITE_ZEROES; 0 = not supported
+ * @integrity_interval_exp: log2 bytes per integrity tuple; 0 = no integrity
+ * @integrity_tuple_size: bytes of protection information per interval
+ *
+ * A field left 0 when the disk is allocated gets the kernel's default.
+ */
+struct queue_limits {
+	unsigned int logical_block_size;
+	unsigned int physical_block_size;
+	unsigned int max_sectors;
+	unsigned int max_segments;
+	unsigned int max_segment_size;
+	uint64_t seg_boundary_mask;
+	unsigned int max_discard_sectors;
+	unsigned int max_write_zeroes_sectors;
+	unsigned char integrity_interval_exp;
+	unsigned char integrity_tuple_size;
+};
+
+/* Kernel defaults for unset limits */
+#define BLK_DEF_MAX_SECTORS 2560u
+#define BLK_MAX_SEGMENTS 128u
+#define BLK_MAX_SEGMENT_SIZE 65536u
+#define BLK_SEG_BOUNDARY_MASK 0xFFFFFFFFull
+
+struct gendisk;
+
+/**
+ * struct block_device - what a bio targets
+ * @bd_disk: the disk
+ */
+struct block_device {
+	struct gendisk *bd_disk;
+};
+
+/**
+ * struct block_device_operations - a driver's operations
+ * @submit_bio: take a bio; complete it with bio_endio() now or later, from
+ *	any thread.  May submit further bios to any device.
+ * @free_disk: optional; called by put_disk() before the disk is freed
+ */
+struct block_device_operations {
+	void (*submit_bio)(struct bio *bio);
+	void (*free_disk)(struct gendisk *disk);
+};
+
+/**
+ * struct gendisk - a block device
+ * @part0: the device bios target (points into the disk)
+ * @fops: the driver's operations; set before the first submit_bio()
+ * @private_data: the driver's data
+ * @limits: the queue limits, validated when the disk was allocated
+ * @capacity: size in sectors; see set_capacity()
+ * @disk_name: name for messages
+ * @bio_split: bio_set that bio_split_to_limits() takes front parts from
+ * @bdev: storage for @part0
+ */
+struct gendisk {
+	struct block_device *part0;
+	const struct block_device_operations *fops;
+	void *private_data;
+	struct queue_limits limits;
+	sector_t capacity;
+	char disk_name[32];
+	struct bio_set bio_split;
+	struct block_device bdev;
+};
+
+/**
+ * blk_alloc_disk() - allocate a disk
+ * @lim: limits (copied; zero fields get defaults), or NULL for all defaults
+ * @node: NUMA node, ignored
+ *
+ * Return: the disk with capacity 0, or NULL with errno EINVAL (limits that
+ * cannot work: block size not a power of two from 512 to the page size,
+ * max_segment_size below the page size, boundary mask below page size - 1)
+ * or ENOMEM.
+ */
+BVEC_API struct gendisk *blk_alloc_disk(const struct queue_limits *lim,
+					int node);
+
+/**
+ * put_disk() - free a disk
+ * @disk: the disk, or NULL; no bio may be in flight to it
+ */
+BVEC_API void put_disk(struct gendisk *disk);
+
+/**
+ * set_capacity() - set a disk's size
+ * @disk: the disk
+ * @sectors: size in 512-byte sectors
+ */
+static inline void set_capacity(struct gendisk *disk, sector_t sectors)
+{
+	disk->capacity = sectors;
+}
+
+/**
+ * get_capacity() - a disk's size
+ * @disk: the disk
+ *
+ * Return: size in sectors.
+ */
+static inline sector_t get_capacity(const struct gendisk *disk)
+{
+	return disk->capacity;
+}
+
+/**
+ * bdev_nr_sectors() - a device's size
+ * @bdev: the device
+ *
+ * Return: size in sectors.
+ */
+static inline sector_t bdev_nr_sectors(const struct block_device *bdev)
+{
+	return bdev->bd_disk->capacity;
+}
+
+/**
+ * bdev_limits() - a device's queue limits
+ * @bdev: the device
+ *
+ * Return: the limits, owned by the disk.
+ */
+static inline const struct queue_limits *bdev_limits(const struct block_device *bdev)
+{
+	return &bdev->bd_disk->limits;
+}
+
+/**
+ * bdev_logical_block_size() - a device's logical block size
+ * @bdev: the device
+ *
+ * Return: bytes.
+ */
+static inline unsigned int bdev_logical_block_size(const struct block_device *bdev)
+{
+	return bdev->bd_disk->limits.logical_block_size;
+}
+
+/**
+ * submit_bio() - send a bio to its device
+ * @bio: the bio; bi_bdev must be set
+ *
+ * A bio past the end of the device, or without a device or driver,
+ * completes at once with BLK_STS_IOERR.  Called from inside a driver's
+ * submit_bio, it only queues the bio; the outermost call drains the queue,
+ * so stacking depth never grows the stack.  The bio may complete before or
+ * after this returns.
+ */
+BVEC_API void submit_bio(struct bio *bio);
+
+/**
+ * submit_bio_noacct() - submit_bio() for re-submission by drivers
+ * @bio: the bio
+ */
+BVEC_API void submit_bio_noacct(struct bio *bio);
+
+/**
+ * submit_bio_wait() - submit a bio and wait for it to complete
+ * @bio: the bio; its bi_end_io and bi_private are used and left set
+ *
+ * Must not be called from inside a driver's submit_bio.
+ *
+ * Return: 0 or the negative errno of the bio's status.
+ */
+BVEC_API int submit_bio_wait(struct bio *bio);
+
+/**
+ * bio_split_rw_at() - where a bio must be split to meet limits
+ * @bio: the bio
+ * @lim: the limits
+ * @segs: receives the segment count of the front part
+ * @max_bytes: largest front part, bytes
+ *
+ * Walks multi-page segments, cutting them at max_segment_size and at the
+ * segment boundary, and stops at max_segments or @max_bytes.  The split
+ * point is aligned down to the logical block size.
+ *
+ * Return: 0 if the bio fits whole, the sectors of the front part, or
+ * -EINVAL when the front part would be empty.
+ */
+BVEC_API int bio_split_rw_at(struct bio *bio, const struct queue_limits *lim,
+			     unsigned int *segs, unsigned int max_bytes);
+
+/**
+ * bio_split_to_limits() - make a bio fit its device's limits
+ * @bio: the bio (bi_bdev set)
+ *
+ * If the bio is too large, the front part that fits is split off, the rest
+ * is chained to it and re-submitted, and the front is returned for the
+ * driver to process now.
+ *
+ * Return: the bio to process, or NULL if the bio was completed with an error
+ * (invalid split, allocation failure).
+ */
+BVEC_API struct bio *bio_split_to_limits(struct bio *bio);
+
+/**
+ * bvec_max_segment_size() - bytes of a range that fit one segment
+ * @lim: the limits
+ * @addr: address of the range's first byte
+ * @len: length of the range
+ *
+ * min(@len, min(mask - (mask & @addr), max_segment_size - 1) + 1): the +1
+ * goes on the smaller term, so an all-ones mask at address 0 cannot
+ * overflow.
+ *
+ * Return: bytes, at least 1 for @len > 0.
+ */
+BVEC_API unsigned int bvec_max_segment_size(const struct queue_limits *lim,
+					    uintptr_t addr, unsigned int len);
+
+/**
+ * bvec_bio_add_iovec() - append a struct iovec array to a bio, no copying
+ * @bio: a bio you own
+ * @iov: the array; its memory must outlive the bio
+ * @iovcnt: entries
+ *
+ * Adds all or nothing; zero-length entries are skipped.
+ *
+ * Return: bytes added, or -EINVAL (bad arguments, table too small,
+ * bi_size overflow) with the bio unchanged.
+ */
+BVEC_API long bvec_bio_add_iovec(struct bio *bio, const struct iovec *iov,
+				 int iovcnt);
+
+/**
+ * bvec_bio_to_iovec() - export a bio's remaining range as a struct iovec array
+ * @bio: the bio
+ * @iter: where to start (e.g. @bio->bi_iter)
+ * @iov: receives the ranges; adjacent ranges are merged
+ * @iovcnt: entries available in @iov
+ *
+ * Return: entries filled, or -ENOSPC if @iovcnt is too small (see
+ * bvec_bio_iovec_count()), or -EINVAL.
+ */
+BVEC_API int bvec_bio_to_iovec(const struct bio *bio, struct bvec_iter iter,
+			       struct iovec *iov, int iovcnt);
+
+/**
+ * bvec_bio_iovec_count() - iovec entries bvec_bio_to_iovec() needs
+ * @bio: the bio
+ * @iter: where to start
+ *
+ * Return: entry count.
+ */
+BVEC_API int bvec_bio_iovec_count(const struct bio *bio, struct bvec_iter iter);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIBBVEC_BLKDEV_H */

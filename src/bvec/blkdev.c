@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The device model: disks, submission without recursion, waiting for a bio,
+ * and splitting bios to a device's limits.
+ */
+#include "internal.h"
+#include "os.h"
+
+static bool is_power_of_2(unsigned int x)
+{
+	return x && !(x & (x - 1));
+}
+
+/* Fill defaults and refuse limits no bio could satisfy (blk_validate_limits). */
+static int validate_limits(struct queue_limits *lim)
+{
+	if (!lim->logical_block_size)
+		lim->logical_block_size = BVEC_SECTOR_SIZE;
+	if (!is_power_of_2(lim->logical_block_size) ||
+	    lim->logical_block_size < BVEC_SECTOR_SIZE ||
+	    lim->logical_block_size > BVEC_PAGE_SIZE)
+		return -EINVAL;
+	if (!lim->physical_block_size)
+		lim->physical_block_size = lim->logical_block_size;
+	if (!is_power_of_2(lim->physical_block_size) ||
+	    lim->physical_block_size < lim->logical_block_size)
+		return -EINVAL;
+	if (!lim->max_sectors)
+		lim->max_sectors = BLK_DEF_MAX_SECTORS;
+	if (lim->max_sectors > BIO_MAX_SECTORS)
+		lim->max_sectors = BIO_MAX_SECTORS;
+	lim->max_sectors &= ~((lim->logical_block_size >> BVEC_SECTOR_SHIFT) - 1);
+	if (lim->max_sectors < BVEC_PAGE_SIZE >> BVEC_SECTOR_SHIFT)
+		return -EINVAL;
+	if (!lim->max_segments)
+		lim->max_segments = BLK_MAX_SEGMENTS;
+	if (!lim->max_segment_size)
+		lim->max_segment_size = BLK_MAX_SEGMENT_SIZE;
+	if (lim->max_segment_size < BVEC_PAGE_SIZE)
+		return -EINVAL;
+	if (!lim->seg_boundary_mask)
+		lim->seg_boundary_mask = BLK_SEG_BOUNDARY_MASK;
+	if (lim->seg_boundary_mask < BVEC_PAGE_SIZE - 1)
+		return -EINVAL;
+	if (lim->integrity_interval_exp &&
+	    (lim->integrity_interval_exp < BVEC_SECTOR_SHIFT ||
+	     lim->integrity_interval_exp > 12 || !lim->integrity_tuple_size))
+		return -EINVAL;
+	return 0;
+}
+
+struct gendisk *blk_alloc_disk(const struct queue_limits *lim, int node)
+{
+	struct gendisk *disk;
+	int err;
+
+	(void)node;
+	disk = bvec__os_alloc(NULL, sizeof(*disk));
+	if (!disk) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset(disk, 0, sizeof(*disk));
+	if (lim)
+		disk->limits = *lim;
+	err = validate_limits(&disk->limits);
+	if (!err)
+		err = bioset_init(&disk->bio_split, BIO_POOL_SIZE, 0, 0);
+	if (err) {
+		bvec__os_free(NULL, disk, sizeof(*disk));
+		errno = -err;
+		return NULL;
+	}
+	disk->bdev.bd_disk = disk;
+	disk->part0 = &disk->bdev;
+	return disk;
+}
+
+void put_disk(struct gendisk *disk)
+{
+	if (!disk)
+		return;
+	if (disk->fops && disk->fops->free_disk)
+		disk->fops->free_disk(disk);
+	bioset_exit(&disk->bio_split);
+	bvec__os_free(NULL, disk, sizeof(*disk));
+}
+
+/*
+ * Bios submitted while this thread is inside a driver's submit_bio.  Linux
+ * keeps this list in current->bio_list for the same reason: a stack of N
+ * drivers, or a driver that resubmits split remainders, must not need N
+ * stack frames.
+ */
+static _Thread_local struct bio_list *current_bio_list;
+
+static bool bio_beyond_eod(const struct bio *bio)
+{
+	sector_t max = bdev_nr_sectors(bio->bi_bdev);
+	unsigned int nr = bio_sectors(bio);
+
+	return nr && (nr > max || bio->bi_iter.bi_sector > max - nr);
+}
+
+void submit_bio_noacct(struct bio *bio)
+{
+	struct bio_list on_stack;
+	struct gendisk *disk;
+
+	if (!bio->bi_bdev || !bio->bi_bdev->bd_disk ||
+	    !bio->bi_bdev->bd_disk->fops ||
+	    !bio->bi_bdev->bd_disk->fops->submit_bio || bio_beyond_eod(bio)) {
+		bio_io_error(bio);
+		return;
+	}
+	if (current_bio_list) {
+		bio_list_add(current_bio_list, bio);
+		return;
+	}
+	bio_list_init(&on_stack);
+	current_bio_list = &on_stack;
+	do {
+		disk = bio->bi_bdev->bd_disk;
+		disk->fops->submit_bio(bio);
+	} while ((bio = bio_list_pop(&on_stack)));
+	current_bio_list = NULL;
+}
+
+void submit_bio(struct bio *bio)
+{
+	submit_bio_noacct(bio);
+}
+
+struct bio_waiter {
+	struct bvec__lock *lock;
+	bool done;
+};
+
+static void bio_wait_end_io(struct bio *bio)
+{
+	struct bio_waiter *w = bio->bi_private;
+
+	bvec__lock(w->lock);
+	w->done = true;
+	bvec__lock_wake_all(w->lock);
+	bvec__unlock(w->lock);
+}
+
+int submit_bio_wait(struct bio *bio)
+{
+	struct bio_waiter w;
+
+	if (current_bio_list)
+		return -EDEADLK;
+	w.lock = bvec__lock_new();
+	if (!w.lock)
+		return -ENOMEM;
+	w.done = false;
+	bio->bi_private = &w;
+	bio->bi_end_io = bio_wait_end_io;
+	submit_bio(bio);
+	bvec__lock(w.lock);
+	while (!w.done)
+		bvec__lock_wait(w.lock);
+	bvec__unlock(w.lock);
+	bvec__lock_free(w.lock);
+	return blk_status_to_errno(atomic_load(&bio->bi_status));
+}
+
+unsigned int bvec_max_segment_size(const struct queue_limits *lim,
+				   uintptr_t addr, unsigned int len)
+{
+	uint64_t mask = lim->seg_boundary_mask;
+	uint64_t to_boundary = mask - (mask & (uint64_t)addr);
+	uint64_t seg_max = (uint64_t)lim->max_segment_size - 1;
+
+	/* +1 on the smaller term: mask = ~0 at address 0 cannot overflow. */
+	return (unsigned int)BVEC_MIN((uint64_t)len, BVEC_MIN(to_boundary, seg_max) + 1);
+}
+
+int bio_split_rw_at(struct bio *bio, const struct queue_limits *lim,
+		    unsigned int *segs, unsigned int max_bytes)
+{
+	struct bvec_iter iter;
+	struct bio_vec bv;
+	unsigned int nsegs = 0, bytes = 0;
+
+	bio_for_each_bvec(bv, bio, iter) {
+		uintptr_t addr = (uintptr_t)bvec_virt(&bv);
+		unsigned int len = bv.bv_len;
+
+		while (len) {
+			unsigned int seg;
+
+			if (nsegs >= lim->max_segments || bytes >= max_bytes)
+				goto split;
+			seg = bvec_max_segment_size(lim, addr, len);
+			seg = BVEC_MIN(seg, max_bytes - bytes);
+			nsegs++;
+			bytes += seg;
+			addr += seg;
+			len -= seg;
+		}
+	}
+	*segs = nsegs;
+	return 0;
+split:
+	*segs = nsegs;
+	bytes &= ~(lim->logical_block_size - 1);
+	if (!bytes)
+		return -EINVAL;
+	return (int)(bytes >> BVEC_SECTOR_SHIFT);
+}
+
+static int split_discard_at(const struct bio *bio, const struct queue_limits *lim,
+			    unsigned int max_sectors)
+{
+	if (!max_sectors)
+		return -EOPNOTSUPP;
+	max_sectors &= ~((lim->logical_block_size >> BVEC_SECTOR_SHIFT) - 1);
+	if (!max_sectors)
+		return -EINVAL;
+	return bio_sectors(bio) > max_sectors ? (int)max_sectors : 0;
+}
+
+struct bio *bio_split_to_limits(struct bio *bio)
+{
+	struct gendisk *disk = bio->bi_bdev->bd_disk;
+	const struct queue_limits *lim = &disk->limits;
+	unsigned int segs;
+	struct bio *split;
+	int sectors;
+
+	switch (bio_op(bio)) {
+	case REQ_OP_READ:
+	case REQ_OP_WRITE:
+		sectors = bio_split_rw_at(bio, lim, &segs,
+					  lim->max_sectors << BVEC_SECTOR_SHIFT);
+		break;
+	case REQ_OP_DISCARD:
+	case REQ_OP_SECURE_ERASE:
+		sectors = split_discard_at(bio, lim, lim->max_discard_sectors);
+		break;
+	case REQ_OP_WRITE_ZEROES:
+		sectors = split_discard_at(bio, lim, lim->max_write_zeroes_sectors);
+		break;
+	default:
+		return bio;
+	}
+	if (sectors < 0) {
+		bio->bi_status = errno_to_blk_status(sectors);
+		bio_endio(bio);
+		return NULL;
+	}
+	if (!sectors)
+		return bio;
+	split = bio_split(bio, sectors, GFP_NOIO, &disk->bio_split);
+	if (!split) {
+		bio->bi_status = BLK_STS_RESOURCE;
+		bio_endio(bio);
+		return NULL;
+	}
+	bio_chain(split, bio);
+	submit_bio_noacct(bio);
+	return split;
+}

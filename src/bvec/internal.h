@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal interfaces of libbvec, shared by its source files and reachable
+ * by the unit tests through the static build.  Names follow libuv:
+ * bvec__ for internal non-static functions.
+ */
+#ifndef BVEC_INTERNAL_H
+#define BVEC_INTERNAL_H
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include <libbvec/bio.h>
+#include <libbvec/blkdev.h>
+
+#define BVEC_MIN(a, b) ((a) < (b) ? (a) : (b))
+
+/* bio_set.c */
+struct bio_set *bvec__default_bioset(void);
+void bvec__bio_free(struct bio *bio);
+void *bvec__bs_alloc(struct bio_set *bs, size_t size);
+void bvec__bs_free(struct bio_set *bs, void *ptr, size_t size);
+
+/* integrity.c */
+void bvec__integrity_free(struct bio *bio);
+int bvec__integrity_clone(struct bio *bio, struct bio *src, gfp_t gfp);
+void bvec__integrity_advance(struct bio *bio, unsigned int bytes_done);
+void bvec__integrity_trim(struct bio *bio);
+
+#endif
