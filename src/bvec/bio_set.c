@@ -230,7 +230,7 @@ struct bio *bio_alloc_bioset(struct block_device *bdev, unsigned short nr_vecs,
 	struct bio *bio;
 	char *p;
 
-	if (!bs) {
+	if (!bs || bs == &fs_bio_set) {
 		bs = bvec__default_bioset();
 		if (!bs) {
 			errno = ENOMEM;

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/* Helpers shared by the unit tests: PRNG, allocators, scale. */
+#ifndef BVEC_TESTUTIL_H
+#define BVEC_TESTUTIL_H
+
+#include <check.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libbvec/bio.h>
+
+/* xorshift64*: deterministic, so a failing seed can be replayed. */
+struct rng {
+	uint64_t s;
+};
+
+static inline uint64_t rng_next(struct rng *r)
+{
+	r->s ^= r->s >> 12;
+	r->s ^= r->s << 25;
+	r->s ^= r->s >> 27;
+	return r->s * 2685821657736338717ull;
+}
+
+/* Uniform-enough value in [lo, hi]. */
+static inline unsigned int rng_range(struct rng *r, unsigned int lo, unsigned int hi)
+{
+	return lo + (unsigned int)(rng_next(r) % ((uint64_t)hi - lo + 1));
+}
+
+/* Under valgrind (BVEC_TEST_SCALE=small) loops shrink by this factor. */
+static inline unsigned int test_scale(unsigned int n)
+{
+	const char *s = getenv("BVEC_TEST_SCALE");
+
+	if (s && !strcmp(s, "small"))
+		return n / 20 ? n / 20 : 1;
+	return n;
+}
+
+/*
+ * An allocator that counts what is outstanding and can fail every Nth call,
+ * for failure injection and leak checks independent of valgrind.
+ */
+struct test_alloc {
+	atomic_long outstanding;
+	atomic_long calls;
+	long fail_every; /* 0 = never */
+	atomic_bool fail_all;
+};
+
+static inline void *test_alloc_fn(void *ctx, size_t size)
+{
+	struct test_alloc *ta = ctx;
+	long n = atomic_fetch_add(&ta->calls, 1) + 1;
+
+	if (atomic_load(&ta->fail_all) || (ta->fail_every && n % ta->fail_every == 0))
+		return NULL;
+	atomic_fetch_add(&ta->outstanding, 1);
+	return malloc(size);
+}
+
+static inline void test_free_fn(void *ctx, void *p, size_t size)
+{
+	struct test_alloc *ta = ctx;
+
+	(void)size;
+	if (!p)
+		return;
+	atomic_fetch_sub(&ta->outstanding, 1);
+	free(p);
+}
+
+static inline struct bvec_allocator test_allocator(struct test_alloc *ta)
+{
+	struct bvec_allocator a = { test_alloc_fn, test_free_fn, ta };
+
+	memset(ta, 0, sizeof(*ta));
+	return a;
+}
+
+/* Page-aligned scratch memory. */
+static inline unsigned char *test_pages(size_t pages)
+{
+	void *p = NULL;
+
+	ck_assert_int_eq(posix_memalign(&p, BVEC_PAGE_SIZE, pages * BVEC_PAGE_SIZE), 0);
+	return p;
+}
+
+/* One Check runner per module: exit status 0 only if everything passed. */
+static inline int test_run(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+#endif
