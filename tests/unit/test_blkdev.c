@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: MIT
+/* blkdev.h: disks, submission without recursion, limits, the iovec bridge. */
+#include <pthread.h>
+
+#include <libbvec/blkdev.h>
+
+#include "testutil.h"
+
+#define PS ((unsigned int)BVEC_PAGE_SIZE)
+
+START_TEST(test_limits_defaults_and_validation)
+{
+	struct queue_limits lim;
+	struct gendisk *disk = blk_alloc_disk(NULL, -1);
+
+	ck_assert_ptr_nonnull(disk);
+	ck_assert_uint_eq(disk->limits.logical_block_size, 512);
+	ck_assert_uint_eq(disk->limits.max_sectors, BLK_DEF_MAX_SECTORS);
+	ck_assert_uint_eq(disk->limits.max_segments, BLK_MAX_SEGMENTS);
+	ck_assert_uint_eq(disk->limits.max_segment_size, BLK_MAX_SEGMENT_SIZE);
+	ck_assert(disk->limits.seg_boundary_mask == BLK_SEG_BOUNDARY_MASK);
+	ck_assert_ptr_eq(disk->part0->bd_disk, disk);
+	set_capacity(disk, 1234);
+	ck_assert_uint_eq(bdev_nr_sectors(disk->part0), 1234);
+	ck_assert_uint_eq(bdev_logical_block_size(disk->part0), 512);
+	put_disk(disk);
+	put_disk(NULL);
+
+	memset(&lim, 0, sizeof(lim));
+	lim.logical_block_size = 1000;
+	errno = 0;
+	ck_assert_ptr_null(blk_alloc_disk(&lim, -1));
+	ck_assert_int_eq(errno, EINVAL);
+	memset(&lim, 0, sizeof(lim));
+	lim.max_segment_size = 512;
+	ck_assert_ptr_null(blk_alloc_disk(&lim, -1));
+	memset(&lim, 0, sizeof(lim));
+	lim.seg_boundary_mask = 0xff;
+	ck_assert_ptr_null(blk_alloc_disk(&lim, -1));
+	memset(&lim, 0, sizeof(lim));
+	lim.integrity_interval_exp = 13;
+	lim.integrity_tuple_size = 8;
+	ck_assert_ptr_null(blk_alloc_disk(&lim, -1));
+}
+END_TEST
+
+static void complete_now(struct bio *bio)
+{
+	bio_endio(bio);
+}
+
+static const struct block_device_operations now_ops = { complete_now, NULL };
+
+START_TEST(test_submit_rejects_bad_bios)
+{
+	struct gendisk *disk = blk_alloc_disk(NULL, -1);
+	unsigned char buf[1024];
+	struct bio_vec table[1];
+	struct bio bio;
+
+	disk->fops = &now_ops;
+	set_capacity(disk, 8);
+	bio_init(&bio, disk->part0, table, 1, REQ_OP_WRITE);
+	bio_add_virt(&bio, buf, 1024);
+	bio.bi_iter.bi_sector = 6;
+	ck_assert_int_eq(submit_bio_wait(&bio), 0);
+	bio_reset(&bio, disk->part0, REQ_OP_WRITE);
+	bio_add_virt(&bio, buf, 1024);
+	bio.bi_iter.bi_sector = 7; /* crosses the end */
+	ck_assert_int_eq(submit_bio_wait(&bio), -EIO);
+	bio_reset(&bio, disk->part0, REQ_OP_WRITE);
+	bio_add_virt(&bio, buf, 1024);
+	bio.bi_iter.bi_sector = UINT64_MAX - 1; /* would wrap */
+	ck_assert_int_eq(submit_bio_wait(&bio), -EIO);
+	bio_reset(&bio, NULL, REQ_OP_FLUSH); /* no device */
+	ck_assert_int_eq(submit_bio_wait(&bio), -EIO);
+	bio_reset(&bio, disk->part0, REQ_OP_FLUSH);
+	ck_assert_int_eq(submit_bio_wait(&bio), 0);
+	bio_uninit(&bio);
+	put_disk(disk);
+}
+END_TEST
+
+/* A driver that resubmits the same bio to itself a million times. */
+struct self {
+	unsigned long left;
+	uintptr_t lowest, highest;
+};
+
+static void resubmit(struct bio *bio)
+{
+	struct self *s = bio->bi_bdev->bd_disk->private_data;
+	uintptr_t here = (uintptr_t)&s;
+
+	if (here < s->lowest)
+		s->lowest = here;
+	if (here > s->highest)
+		s->highest = here;
+	if (s->left--) {
+		submit_bio(bio);
+		return;
+	}
+	bio_endio(bio);
+}
+
+static const struct block_device_operations resubmit_ops = { resubmit, NULL };
+
+START_TEST(test_submit_does_not_recurse)
+{
+	struct gendisk *disk = blk_alloc_disk(NULL, -1);
+	struct self s = { 1000000, UINTPTR_MAX, 0 };
+	struct bio bio;
+
+	s.left = test_scale(1000000);
+	disk->fops = &resubmit_ops;
+	disk->private_data = &s;
+	bio_init(&bio, disk->part0, NULL, 0, REQ_OP_FLUSH);
+	ck_assert_int_eq(submit_bio_wait(&bio), 0);
+	ck_assert_uint_eq(s.left, (unsigned long)-1);
+	/* Every call ran in the same frame of the outer submit_bio. */
+	ck_assert_uint_eq(s.highest - s.lowest, 0);
+	put_disk(disk);
+}
+END_TEST
+
+static void *complete_later(void *p)
+{
+	bio_endio(p);
+	return NULL;
+}
+
+static void async_submit(struct bio *bio)
+{
+	pthread_t t;
+
+	bio->bi_status = BLK_STS_NOSPC;
+	pthread_create(&t, NULL, complete_later, bio);
+	pthread_detach(t);
+}
+
+static const struct block_device_operations async_ops = { async_submit, NULL };
+
+START_TEST(test_submit_bio_wait_async)
+{
+	struct gendisk *disk = blk_alloc_disk(NULL, -1);
+	struct bio bio;
+
+	disk->fops = &async_ops;
+	bio_init(&bio, disk->part0, NULL, 0, REQ_OP_FLUSH);
+	ck_assert_int_eq(submit_bio_wait(&bio), -ENOSPC);
+	put_disk(disk);
+}
+END_TEST
+
+/* A driver that splits to its limits and records what it was given. */
+struct piece {
+	sector_t sector;
+	unsigned int size, segs;
+};
+
+struct recorder {
+	struct piece pieces[4096];
+	unsigned int n;
+};
+
+/* Hardware segments of a bio as the limits define them. */
+static unsigned int count_segments(struct bio *bio, const struct queue_limits *lim)
+{
+	struct bvec_iter iter;
+	struct bio_vec bv;
+	unsigned int segs = 0;
+
+	if (!bio_has_data(bio))
+		return 0;
+	bio_for_each_bvec(bv, bio, iter) {
+		uintptr_t addr = (uintptr_t)bvec_virt(&bv);
+		unsigned int len = bv.bv_len;
+
+		while (len) {
+			unsigned int seg = bvec_max_segment_size(lim, addr, len);
+
+			addr += seg;
+			len -= seg;
+			segs++;
+		}
+	}
+	return segs;
+}
+
+static void split_and_record(struct bio *bio)
+{
+	struct recorder *r = bio->bi_bdev->bd_disk->private_data;
+
+	bio = bio_split_to_limits(bio);
+	if (!bio)
+		return;
+	ck_assert_uint_lt(r->n, 4096);
+	r->pieces[r->n].sector = bio->bi_iter.bi_sector;
+	r->pieces[r->n].size = bio->bi_iter.bi_size;
+	r->pieces[r->n].segs = count_segments(bio, bdev_limits(bio->bi_bdev));
+	r->n++;
+	bio_endio(bio);
+}
+
+static const struct block_device_operations split_ops = { split_and_record, NULL };
+
+START_TEST(test_split_to_limits)
+{
+	struct queue_limits lim;
+	struct recorder *r = calloc(1, sizeof(*r));
+	unsigned char *mem = test_pages(64);
+	struct rng rng = { 99 };
+	struct gendisk *disk;
+	unsigned int round;
+
+	memset(&lim, 0, sizeof(lim));
+	lim.logical_block_size = 1024;
+	lim.max_sectors = 4 * PS / 512;
+	lim.max_segments = 3;
+	lim.max_segment_size = PS;
+	lim.seg_boundary_mask = 2 * PS - 1;
+	disk = blk_alloc_disk(&lim, -1);
+	ck_assert_ptr_nonnull(disk);
+	disk->fops = &split_ops;
+	disk->private_data = r;
+	set_capacity(disk, 1 << 20);
+
+	for (round = 0; round < test_scale(200); round++) {
+		struct bio *bio = bio_alloc(disk->part0, 16, REQ_OP_WRITE, GFP_KERNEL);
+		unsigned int total = 0, i, nseg = rng_range(&rng, 1, 16);
+		sector_t start = rng_range(&rng, 0, 1000) * 2, expect;
+
+		r->n = 0;
+		/* Pieces of whole 1 KiB blocks at random places, some spanning pages. */
+		for (i = 0; i < nseg; i++) {
+			unsigned int len = rng_range(&rng, 1, 12) * 1024;
+			unsigned int off = rng_range(&rng, 0, 48) * PS + rng_range(&rng, 0, 7) * 512;
+
+			ck_assert_int_eq(bio_add_virt(bio, mem + off, len), (int)len);
+			total += len;
+		}
+		bio->bi_iter.bi_sector = start;
+		ck_assert_int_eq(submit_bio_wait(bio), 0);
+		expect = start;
+		for (i = 0; i < r->n; i++) {
+			ck_assert_uint_eq(r->pieces[i].sector, expect);
+			ck_assert_uint_le(r->pieces[i].size, 4 * PS);
+			ck_assert_uint_le(r->pieces[i].segs, 3);
+			ck_assert_uint_eq(r->pieces[i].size % 1024, 0);
+			ck_assert_uint_gt(r->pieces[i].size, 0);
+			expect += r->pieces[i].size >> 9;
+		}
+		ck_assert_uint_eq(expect - start, total >> 9);
+		bio_put(bio);
+	}
+	put_disk(disk);
+	free(mem);
+	free(r);
+}
+END_TEST
+
+START_TEST(test_split_to_limits_discard)
+{
+	struct queue_limits lim;
+	struct recorder *r = calloc(1, sizeof(*r));
+	struct gendisk *disk;
+	struct bio bio;
+
+	memset(&lim, 0, sizeof(lim));
+	lim.max_discard_sectors = 100;
+	disk = blk_alloc_disk(&lim, -1);
+	disk->fops = &split_ops;
+	disk->private_data = r;
+	set_capacity(disk, 1 << 20);
+	bio_init(&bio, disk->part0, NULL, 0, REQ_OP_DISCARD);
+	bio.bi_iter.bi_size = 250 * 512;
+	ck_assert_int_eq(submit_bio_wait(&bio), 0);
+	ck_assert_uint_eq(r->n, 3);
+	ck_assert_uint_eq(r->pieces[0].size, 100 * 512);
+	ck_assert_uint_eq(r->pieces[2].size, 50 * 512);
+	ck_assert_uint_eq(r->pieces[2].sector, 200);
+
+	bio_reset(&bio, disk->part0, REQ_OP_WRITE_ZEROES); /* not supported */
+	bio.bi_iter.bi_size = 8 * 512;
+	ck_assert_int_eq(submit_bio_wait(&bio), -EOPNOTSUPP);
+	bio_uninit(&bio);
+	put_disk(disk);
+	free(r);
+}
+END_TEST
+
+/*
+ * Regressions: the segment-size formula once overflowed for an all-ones
+ * mask at address 0 (a 4 GB corruption) and on 32-bit limits.
+ */
+START_TEST(test_segment_size_no_overflow)
+{
+	struct queue_limits lim;
+
+	memset(&lim, 0, sizeof(lim));
+	lim.seg_boundary_mask = UINT64_MAX;
+	lim.max_segment_size = UINT32_MAX;
+	ck_assert_uint_eq(bvec_max_segment_size(&lim, 0, UINT32_MAX), UINT32_MAX);
+	ck_assert_uint_eq(bvec_max_segment_size(&lim, 0, 1u << 31), 1u << 31);
+	lim.seg_boundary_mask = 0xFFFFFFFFu;
+	ck_assert_uint_eq(bvec_max_segment_size(&lim, 0, UINT32_MAX), UINT32_MAX);
+	ck_assert_uint_eq(bvec_max_segment_size(&lim, 0xFFFFF000u, 8192), 4096);
+	lim.max_segment_size = 65536;
+	ck_assert_uint_eq(bvec_max_segment_size(&lim, 0, 1u << 20), 65536);
+	lim.seg_boundary_mask = 0xFFF;
+	ck_assert_uint_eq(bvec_max_segment_size(&lim, 0x1F00, 4096), 256);
+	ck_assert_uint_eq(bvec_max_segment_size(&lim, 0x1FFF, 4096), 1);
+}
+END_TEST
+
+START_TEST(test_iovec_bridge)
+{
+	unsigned char *mem = test_pages(4);
+	struct iovec in[5], out[8];
+	struct bio_vec table[3];
+	struct bio b, *bio = &b;
+	struct bvec_iter iter;
+	int n;
+
+	bio_init(bio, NULL, table, 3, REQ_OP_WRITE);
+	in[0].iov_base = mem;
+	in[0].iov_len = 100;
+	in[1].iov_base = mem + 100; /* contiguous with in[0]: one bvec */
+	in[1].iov_len = 2 * PS;
+	in[2].iov_base = mem + 5;
+	in[2].iov_len = 0; /* skipped */
+	in[3].iov_base = mem + 3 * PS;
+	in[3].iov_len = 50;
+	in[4].iov_base = mem + 3 * PS + 100;
+	in[4].iov_len = 60;
+	ck_assert_int_eq(bvec_bio_add_iovec(bio, in, 5), 100 + 2 * PS + 50 + 60);
+	ck_assert_uint_eq(bio->bi_vcnt, 3);
+	/* All or nothing: one more entry does not fit, the bio is unchanged. */
+	ck_assert_int_eq(bvec_bio_add_iovec(bio, in + 3, 1), -EINVAL);
+	ck_assert_uint_eq(bio->bi_vcnt, 3);
+	ck_assert_uint_eq(bio->bi_iter.bi_size, 100 + 2 * PS + 50 + 60);
+
+	ck_assert_int_eq(bvec_bio_iovec_count(bio, bio->bi_iter), 3);
+	n = bvec_bio_to_iovec(bio, bio->bi_iter, out, 8);
+	ck_assert_int_eq(n, 3);
+	ck_assert_ptr_eq(out[0].iov_base, mem);
+	ck_assert_uint_eq(out[0].iov_len, 100 + 2 * PS);
+	ck_assert_ptr_eq(out[2].iov_base, mem + 3 * PS + 100);
+	ck_assert_int_eq(bvec_bio_to_iovec(bio, bio->bi_iter, out, 2), -ENOSPC);
+
+	iter = bio->bi_iter;
+	bio_advance_iter(bio, &iter, 150);
+	n = bvec_bio_to_iovec(bio, iter, out, 8);
+	ck_assert_int_eq(n, 3);
+	ck_assert_ptr_eq(out[0].iov_base, mem + 150);
+	ck_assert_uint_eq(out[0].iov_len, 2 * PS - 50);
+	bio_uninit(bio);
+	free(mem);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("blkdev");
+	TCase *tc = tcase_create("device");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_limits_defaults_and_validation);
+	tcase_add_test(tc, test_submit_rejects_bad_bios);
+	tcase_add_test(tc, test_submit_does_not_recurse);
+	tcase_add_test(tc, test_submit_bio_wait_async);
+	tcase_add_test(tc, test_split_to_limits);
+	tcase_add_test(tc, test_split_to_limits_discard);
+	tcase_add_test(tc, test_segment_size_no_overflow);
+	tcase_add_test(tc, test_iovec_bridge);
+	suite_add_tcase(s, tc);
+	return test_run(s);
+}
