@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The public structs' layout is ABI: drivers embed struct bio and
+ * struct bio_set, and the inline helpers read fields directly.  A change
+ * here needs a new SONAME.  Sizes are given for the three data models the
+ * project builds for.
+ */
+#include <stddef.h>
+
+#include <libbvec/blkdev.h>
+
+#include "testutil.h"
+
+struct u64_in_struct {
+	char c;
+	uint64_t x;
+};
+
+#define U64_ALIGN offsetof(struct u64_in_struct, x)
+
+struct layout {
+	size_t bio_vec, bvec_iter, bio, bi_iter, bi_end_io, bi_max_vecs, bi_io_vec,
+		bi_pool, bio_set;
+};
+
+/* LP64; ILP32 with 8-byte u64 (arm, mips, ppc); ILP32 with 4-byte u64 (i386). */
+static const struct layout lp64 = { 16, 24, 104, 32, 56, 82, 88, 96, 48 };
+static const struct layout ilp32 = { 12, 24, 80, 24, 48, 62, 68, 72, 28 };
+static const struct layout i386 = { 12, 20, 68, 20, 40, 54, 60, 64, 28 };
+
+START_TEST(test_struct_layout)
+{
+	const struct layout *want = sizeof(void *) == 8 ? &lp64 :
+				    U64_ALIGN == 8	? &ilp32 : &i386;
+
+	ck_assert(sizeof(void *) == 8 || sizeof(void *) == 4);
+	ck_assert_uint_eq(sizeof(struct bio_vec), want->bio_vec);
+	ck_assert_uint_eq(sizeof(struct bvec_iter), want->bvec_iter);
+	ck_assert_uint_eq(sizeof(struct bio), want->bio);
+	ck_assert_uint_eq(offsetof(struct bio, bi_iter), want->bi_iter);
+	ck_assert_uint_eq(offsetof(struct bio, bi_end_io), want->bi_end_io);
+	ck_assert_uint_eq(offsetof(struct bio, bi_max_vecs), want->bi_max_vecs);
+	ck_assert_uint_eq(offsetof(struct bio, bi_io_vec), want->bi_io_vec);
+	ck_assert_uint_eq(offsetof(struct bio, bi_pool), want->bi_pool);
+	ck_assert_uint_eq(sizeof(struct bio_set), want->bio_set);
+}
+END_TEST
+
+START_TEST(test_kernel_field_types)
+{
+	struct bio_vec bv;
+	struct bvec_iter it;
+
+	ck_assert_uint_eq(sizeof(sector_t), 8);
+	ck_assert_uint_eq(sizeof(bv.bv_len), 4);
+	ck_assert_uint_eq(sizeof(bv.bv_offset), 4);
+	ck_assert_uint_eq(sizeof(it.bi_size), 4);
+	ck_assert_uint_eq(sizeof(blk_status_t), 1);
+	ck_assert_uint_eq(sizeof(blk_opf_t), 4);
+	/* Inline vecs follow the bio directly: its size keeps them aligned. */
+	ck_assert_uint_eq(sizeof(struct bio) % _Alignof(struct bio_vec), 0);
+	ck_assert_uint_eq(BVEC_PAGE_SIZE, (size_t)1 << BVEC_PAGE_SHIFT);
+	ck_assert_int_eq(REQ_OP_WRITE_ZEROES, 9);
+	ck_assert_int_eq(BLK_STS_IOERR, 10);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("abi");
+	TCase *tc = tcase_create("layout");
+
+	tcase_add_test(tc, test_struct_layout);
+	tcase_add_test(tc, test_kernel_field_types);
+	suite_add_tcase(s, tc);
+	return test_run(s);
+}
