@@ -11,6 +11,7 @@
 #ifndef LIBBVEC_LINUX_H
 #define LIBBVEC_LINUX_H
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
