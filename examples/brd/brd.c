@@ -48,8 +48,8 @@ static const struct block_device_operations brd_fops = {
 static int brd_alloc(struct brd_device *brd)
 {
 	struct queue_limits lim = {
-		.max_sectors = 16,	/* 8 KiB: forces splits */
-		.max_segments = 4,
+		.max_sectors = PAGE_SIZE >> SECTOR_SHIFT, /* the smallest allowed */
+		.max_segments = 4,			  /* forces splits */
 	};
 
 	brd->data = calloc(BRD_SECTORS, SECTOR_SIZE);
@@ -91,7 +91,7 @@ int main(void)
 		return 1;
 	for (i = 0; i < 64 * 2048; i++)
 		bad += i % 2048 < 1536 && in[i] != out[i];
-	printf("brd: 96 KiB written and read back in 8 KiB pieces, %d bad bytes\n", bad);
+	printf("brd: 96 KiB written and read back in split pieces, %d bad bytes\n", bad);
 	put_disk(brd.disk);
 	free(brd.data);
 	free(out);
