@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bench_zpool: libzpool against raw lz4 (and zstd), and against a store that
+ * mallocs each compressed page, on the same pages in the same run.
+ *
+ *   bench_zpool CORPUS [--csv]
+ *
+ * CORPUS is a file of whole pages (e.g. ../shared/corpus/anon-64m.bin.xz
+ * unpacked).  Exits 77 (skip) if it is absent.  Every page loaded back is
+ * compared with the original, so the throughput figures are of correct work.
+ * Figures are ratios of runs made side by side; absolute speeds drift.
+ */
+#include <errno.h>
+#include <lz4.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef ZPOOL_HAVE_ZSTD
+#include <zstd.h>
+#endif
+
+#include <libbvec/zpool.h>
+
+#define PS ((size_t)BVEC_PAGE_SIZE)
+
+static unsigned char *corpus;
+static size_t npages;
+static int csv;
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "bench_zpool: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static void report(const char *key, double value, const char *unit)
+{
+	if (csv)
+		printf("%s,%.4f\n", key, value);
+	else
+		printf("  %-44s %12.3f %s\n", key, value, unit);
+}
+
+/* ---- raw lz4 reference ------------------------------------------------ */
+
+struct raw {
+	unsigned char *buf;	/* compressed pages, PS + PS/8 apart */
+	int *len;
+};
+
+struct job {
+	struct zpool *pool;
+	zpool_handle_t *handles;
+	struct raw *raw;
+	size_t first, count;
+	int op; /* 0 raw compress, 1 raw decompress, 2 store, 3 load */
+	long bad;
+};
+
+#define RAW_STRIDE (PS + PS / 8 + 64)
+
+static void *run_job(void *arg)
+{
+	struct job *j = arg;
+	unsigned char *page = aligned_alloc(PS, PS);
+	size_t i;
+
+	if (!page)
+		die("aligned_alloc");
+	for (i = j->first; i < j->first + j->count; i++) {
+		const unsigned char *src = corpus + i * PS;
+
+		switch (j->op) {
+		case 0:
+			j->raw->len[i] = LZ4_compress_default((const char *)src,
+				(char *)j->raw->buf + i * RAW_STRIDE, (int)PS, (int)RAW_STRIDE);
+			break;
+		case 1:
+			if (LZ4_decompress_safe((const char *)j->raw->buf + i * RAW_STRIDE,
+						(char *)page, j->raw->len[i], (int)PS) != (int)PS ||
+			    memcmp(page, src, PS))
+				j->bad++;
+			break;
+		case 2:
+			if (zpool_store(j->pool, src, &j->handles[i]))
+				j->bad++;
+			break;
+		case 3:
+			if (zpool_load(j->pool, j->handles[i], page) || memcmp(page, src, PS))
+				j->bad++;
+			break;
+		}
+	}
+	free(page);
+	return NULL;
+}
+
+/* Seconds to run @op over all pages on @threads threads. */
+static double timed(int op, int threads, struct zpool *pool, zpool_handle_t *handles,
+		    struct raw *raw)
+{
+	pthread_t t[2];
+	struct job j[2];
+	double t0;
+	long bad = 0;
+	int i;
+
+	for (i = 0; i < threads; i++) {
+		j[i].pool = pool;
+		j[i].handles = handles;
+		j[i].raw = raw;
+		j[i].first = npages / (size_t)threads * (size_t)i;
+		j[i].count = i == threads - 1 ? npages - j[i].first : npages / (size_t)threads;
+		j[i].op = op;
+		j[i].bad = 0;
+	}
+	t0 = now();
+	for (i = 0; i < threads; i++)
+		if (pthread_create(&t[i], NULL, run_job, &j[i]))
+			die("pthread_create");
+	for (i = 0; i < threads; i++) {
+		pthread_join(t[i], NULL);
+		bad += j[i].bad;
+	}
+	if (bad) {
+		fprintf(stderr, "bench_zpool: %ld pages failed (op %d)\n", bad, op);
+		exit(1);
+	}
+	return now() - t0;
+}
+
+/* Best of @reps runs: the least disturbed by the other tenants. */
+static double best(int reps, int op, int threads, const char *compressor,
+		   struct raw *raw, zpool_handle_t *handles)
+{
+	double b = 1e30;
+	int r;
+
+	for (r = 0; r < reps; r++) {
+		struct zpool_config cfg = ZPOOL_CONFIG_INIT;
+		struct zpool *pool = NULL;
+		double t;
+
+		if (op >= 2) {
+			cfg.compressor = compressor;
+			pool = zpool_create(&cfg);
+			if (!pool)
+				die("zpool_create");
+			if (op == 3)
+				timed(2, threads, pool, handles, raw);
+		}
+		t = timed(op, threads, pool, handles, raw);
+		if (t < b)
+			b = t;
+		zpool_destroy(pool);
+	}
+	return b;
+}
+
+static bool page_same_filled(const unsigned char *p)
+{
+	unsigned long w, first;
+	size_t i;
+
+	memcpy(&first, p, sizeof(first));
+	for (i = 0; i < PS; i += sizeof(w)) {
+		memcpy(&w, p + i, sizeof(w));
+		if (w != first)
+			return false;
+	}
+	return true;
+}
+
+/* What a malloc-per-object store costs glibc: its heap and mmap footprint. */
+static void malloc_baseline(struct raw *raw, uint64_t *payload, uint64_t *footprint)
+{
+	struct mallinfo2 before = mallinfo2(), after;
+	void **obj = calloc(npages, sizeof(*obj));
+	uint16_t *lens = calloc(npages, sizeof(*lens));
+	size_t i;
+
+	*payload = 0;
+	for (i = 0; i < npages; i++) {
+		if (page_same_filled(corpus + i * PS))
+			continue;
+		obj[i] = malloc((size_t)raw->len[i]);
+		if (!obj[i])
+			die("malloc");
+		memcpy(obj[i], raw->buf + i * RAW_STRIDE, (size_t)raw->len[i]);
+		lens[i] = (uint16_t)raw->len[i];
+		*payload += (uint64_t)raw->len[i];
+	}
+	after = mallinfo2();
+	*footprint = (after.arena + after.hblkhd) - (before.arena + before.hblkhd);
+	for (i = 0; i < npages; i++)
+		free(obj[i]);
+	free(obj);
+	free(lens);
+}
+
+static void memory_figures(const char *compressor, unsigned int chain)
+{
+	struct zpool_config cfg = ZPOOL_CONFIG_INIT;
+	zpool_handle_t *h = calloc(npages, sizeof(*h));
+	struct zpool_stats st;
+	struct zpool *pool;
+	char key[96];
+	size_t i;
+
+	cfg.compressor = compressor;
+	cfg.max_pages_per_zspage = chain;
+	pool = zpool_create(&cfg);
+	if (!pool || !h)
+		die("zpool_create");
+	for (i = 0; i < npages; i++)
+		if (zpool_store(pool, corpus + i * PS, &h[i]))
+			die("zpool_store");
+	zpool_stats(pool, &st);
+	snprintf(key, sizeof(key), "%s chain %u: mem_used/compr", compressor, chain);
+	report(key, (double)st.mem_used_total / (double)st.compr_data_size, "x");
+	snprintf(key, sizeof(key), "%s chain %u: orig/mem_used", compressor, chain);
+	report(key, (double)st.orig_data_size / (double)st.mem_used_total, "x");
+	snprintf(key, sizeof(key), "%s chain %u: mem_used_total", compressor, chain);
+	report(key, (double)st.mem_used_total, "bytes");
+	snprintf(key, sizeof(key), "%s chain %u: metadata", compressor, chain);
+	report(key, (double)st.metadata_bytes, "bytes");
+	/* Free every third page, then compact. */
+	for (i = 0; i < npages; i += 3)
+		zpool_free(pool, h[i]);
+	zpool_compact(pool);
+	zpool_stats(pool, &st);
+	snprintf(key, sizeof(key), "%s chain %u: after free 1/3 + compact", compressor, chain);
+	report(key, (double)st.mem_used_total / (double)st.compr_data_size, "x");
+	zpool_destroy(pool);
+	free(h);
+}
+
+int main(int argc, char **argv)
+{
+	struct raw raw;
+	zpool_handle_t *handles;
+	uint64_t payload, footprint;
+	double c1, d1, c2, d2, s1, l1, s2, l2;
+	FILE *f;
+	long size;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: bench_zpool CORPUS [--csv]\n");
+		return 2;
+	}
+	csv = argc > 2 && !strcmp(argv[2], "--csv");
+	f = fopen(argv[1], "rb");
+	if (!f) {
+		printf("bench_zpool: %s: not found, skipping\n", argv[1]);
+		return 77;
+	}
+	fseek(f, 0, SEEK_END);
+	size = ftell(f);
+	rewind(f);
+	npages = (size_t)size / PS;
+	corpus = aligned_alloc(PS, npages * PS);
+	raw.buf = malloc(npages * RAW_STRIDE);
+	raw.len = calloc(npages, sizeof(int));
+	handles = calloc(npages, sizeof(*handles));
+	if (!corpus || !raw.buf || !raw.len || !handles ||
+	    fread(corpus, PS, npages, f) != npages)
+		die("reading the corpus");
+	fclose(f);
+	if (!csv)
+		printf("bench_zpool: %zu pages of %zu bytes from %s\n", npages, PS, argv[1]);
+
+	c1 = best(3, 0, 1, NULL, &raw, handles);
+	d1 = best(3, 1, 1, NULL, &raw, handles);
+	s1 = best(3, 2, 1, "lz4", &raw, handles);
+	l1 = best(3, 3, 1, "lz4", &raw, handles);
+	c2 = best(3, 0, 2, NULL, &raw, handles);
+	d2 = best(3, 1, 2, NULL, &raw, handles);
+	s2 = best(3, 2, 2, "lz4", &raw, handles);
+	l2 = best(3, 3, 2, "lz4", &raw, handles);
+
+	if (!csv)
+		printf("throughput (GB/s of pages), one run, best of 3:\n");
+	report("raw LZ4_compress_default, 1 thread", (double)(npages * PS) / c1 / 1e9, "GB/s");
+	report("zpool_store lz4, 1 thread", (double)(npages * PS) / s1 / 1e9, "GB/s");
+	report("raw LZ4_decompress_safe, 1 thread", (double)(npages * PS) / d1 / 1e9, "GB/s");
+	report("zpool_load lz4, 1 thread", (double)(npages * PS) / l1 / 1e9, "GB/s");
+	report("store / raw compress, 1 thread", c1 / s1, "x");
+	report("load / raw decompress, 1 thread", d1 / l1, "x");
+	report("store 2 threads / 1 thread", s1 / s2, "x");
+	report("load 2 threads / 1 thread", l1 / l2, "x");
+	report("raw compress 2 threads / 1 thread", c1 / c2, "x");
+	report("raw decompress 2 threads / 1 thread", d1 / d2, "x");
+
+	if (!csv)
+		printf("memory (everything the pool holds, over the compressed payload):\n");
+	memory_figures("lz4", 8);
+	memory_figures("lz4", 4);
+	malloc_baseline(&raw, &payload, &footprint);
+	report("malloc per object: footprint/compr", (double)footprint / (double)payload, "x");
+	report("malloc per object: footprint", (double)footprint, "bytes");
+#ifdef ZPOOL_HAVE_ZSTD
+	if (zpool_has_compressor("zstd")) {
+		double zs = best(3, 2, 1, "zstd", &raw, handles);
+		double zl = best(3, 3, 1, "zstd", &raw, handles);
+
+		report("zpool_store zstd, 1 thread", (double)(npages * PS) / zs / 1e9, "GB/s");
+		report("zpool_load zstd, 1 thread", (double)(npages * PS) / zl / 1e9, "GB/s");
+		memory_figures("zstd", 8);
+	}
+#endif
+	free(corpus);
+	free(raw.buf);
+	free(raw.len);
+	free(handles);
+	return 0;
+}

@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * DOC: libbvec/zpool.h - a compressed page store on a zsmalloc-class allocator
+ *
+ * A pool stores pages of BVEC_PAGE_SIZE bytes and hands back a handle for
+ * each.  A page that is one repeated machine word is kept as that word; any
+ * other page is compressed (lz4 by default) and the result is placed in a
+ * size class 16 bytes wide, inside a zspage of 1 to 16 contiguous pages
+ * where objects may straddle page boundaries.  A page that does not compress
+ * below the largest class is kept raw, one per page ("huge").  Handles are
+ * indirect, so zpool_compact() can move objects and give pages back.
+ *
+ * All memory, data and metadata alike, comes from a page source: by default
+ * page-aligned mmap chunks whose untouched pages cost nothing, or a caller's
+ * fixed arena (no mmap, no malloc).  mem_used_total counts all of it.
+ *
+ * Locking: every function is thread-safe.  Stores and loads on different
+ * threads never share a compression context; loads of objects in different
+ * size classes never share a lock, loads in the same class share a reader
+ * lock.  The order is: class lock, then the pool's table lock.
+ */
+#ifndef LIBBVEC_ZPOOL_H
+#define LIBBVEC_ZPOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#include <libbvec/bvec.h>
+#include <libbvec/compiler.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * typedef zpool_handle_t - names one stored page; 0 is never a valid handle
+ */
+typedef unsigned long zpool_handle_t;
+
+/**
+ * struct zpool_page_source - where a pool gets its memory
+ * @alloc: return @bytes (a multiple of BVEC_PAGE_SIZE) of memory aligned to
+ *	BVEC_PAGE_SIZE, or NULL
+ * @free: give back memory from @alloc, with the same @bytes
+ * @ctx: passed to each call
+ * @lazy: true if memory costs nothing until it is first written (demand
+ *	paging); the pool then counts only pages it has touched
+ *
+ * Calls come with the pool's internal locks held: they must not call back
+ * into the pool.
+ */
+struct zpool_page_source {
+	void *(*alloc)(void *ctx, size_t bytes);
+	void (*free)(void *ctx, void *mem, size_t bytes);
+	void *ctx;
+	bool lazy;
+};
+
+/**
+ * struct zpool_arena - a page source over a caller's fixed memory
+ * @base: first page of the arena
+ * @pages: pages in the arena
+ * @next: private: first never-used page
+ * @free_runs: private: freed runs by length (1 to 16 pages)
+ * @lock: private: spin lock word
+ *
+ * Set up with zpool_arena_init(), which also fills the page source to put
+ * in &struct zpool_config.  The arena must outlive the pool.
+ */
+struct zpool_arena {
+	unsigned char *base;
+	size_t pages;
+	size_t next;
+	void *free_runs[17];
+	BVEC_ATOMIC(int) lock;
+};
+
+/**
+ * zpool_arena_init() - make a page source out of a fixed block of memory
+ * @arena: the arena to set up
+ * @mem: the memory; it need not be aligned (the unaligned head is skipped)
+ * @bytes: its size
+ * @source: receives the page source to put in &struct zpool_config
+ *
+ * The memory is never returned to anyone: pages freed by the pool are
+ * reused by the pool.  Nothing here calls mmap or malloc.
+ *
+ * Return: 0, or -EINVAL if the arena is smaller than 16 pages.
+ */
+BVEC_API int zpool_arena_init(struct zpool_arena *arena, void *mem, size_t bytes,
+			      struct zpool_page_source *source);
+
+/* zpool_config.flags */
+#define ZPOOL_F_CHECKSUM (1u << 0) /* XXH3 checksum per object, checked on load */
+
+/**
+ * struct zpool_config - how to build a pool
+ * @size: sizeof(struct zpool_config) as the caller knows it (ABI growth)
+ * @compressor: "lz4" (default when NULL), "lz4hc", or "zstd" where built
+ * @level: 0 for the default; lz4: acceleration (1 fastest ratio..65537);
+ *	lz4hc: 1..12; zstd: -7..22
+ * @mem_limit: bytes the pool may use in all; 0 for no limit
+ * @flags: ZPOOL_F_* flags
+ * @max_pages_per_zspage: longest zspage chain, 1 to 16; 0 for 8
+ * @page_source: where memory comes from; NULL for page-aligned mmap chunks
+ */
+struct zpool_config {
+	size_t size;
+	const char *compressor;
+	int level;
+	uint64_t mem_limit;
+	unsigned int flags;
+	unsigned int max_pages_per_zspage;
+	const struct zpool_page_source *page_source;
+};
+
+/**
+ * ZPOOL_CONFIG_INIT - a zpool_config with every field at its default
+ */
+#define ZPOOL_CONFIG_INIT { sizeof(struct zpool_config), NULL, 0, 0, 0, 0, NULL }
+
+/**
+ * struct zpool_stats - zram's mm_stat, and what it leaves out
+ * @orig_data_size: bytes of pages stored (same-filled pages included)
+ * @compr_data_size: bytes of their compressed forms (huge pages count as a
+ *	whole page; same-filled pages count 0)
+ * @mem_used_total: bytes the pool holds: touched zspage pages, metadata
+ *	pages (handle table, zspage descriptors, class table) and the pool
+ * @mem_limit: the current limit, 0 for none
+ * @mem_used_max: highest @mem_used_total seen
+ * @same_pages: pages stored as one repeated word
+ * @pages_compacted: pages given back by compaction, in all
+ * @huge_pages: pages stored raw now
+ * @huge_pages_since: pages stored raw since the pool was created
+ * @metadata_bytes: the part of @mem_used_total that is not zspage pages
+ * @objects: handles in use (same-filled included)
+ */
+struct zpool_stats {
+	uint64_t orig_data_size;
+	uint64_t compr_data_size;
+	uint64_t mem_used_total;
+	uint64_t mem_limit;
+	uint64_t mem_used_max;
+	uint64_t same_pages;
+	uint64_t pages_compacted;
+	uint64_t huge_pages;
+	uint64_t huge_pages_since;
+	uint64_t metadata_bytes;
+	uint64_t objects;
+};
+
+/**
+ * struct zpool_class_stats - one size class, like zsmalloc's classes table
+ * @size: object size of the class, bytes
+ * @objs_per_zspage: objects in a full zspage
+ * @pages_per_zspage: pages in a zspage
+ * @zspages: zspages allocated
+ * @objs_allocated: object slots in those zspages
+ * @objs_used: slots holding objects
+ * @pages_used: pages counted for the class (touched pages when lazy)
+ * @huge: true for the class of raw pages
+ */
+struct zpool_class_stats {
+	unsigned int size;
+	unsigned int objs_per_zspage;
+	unsigned int pages_per_zspage;
+	uint64_t zspages;
+	uint64_t objs_allocated;
+	uint64_t objs_used;
+	uint64_t pages_used;
+	bool huge;
+};
+
+struct zpool;
+
+/**
+ * zpool_create() - make a pool
+ * @cfg: the configuration, or NULL for defaults
+ *
+ * Return: the pool, or NULL with errno EINVAL (unknown compressor, bad
+ * level or chain length, @cfg->size too large) or ENOMEM.
+ */
+BVEC_API struct zpool *zpool_create(const struct zpool_config *cfg);
+
+/**
+ * zpool_destroy() - free a pool and everything stored in it
+ * @pool: the pool, or NULL
+ *
+ * No other call on @pool may be running or follow.
+ */
+BVEC_API void zpool_destroy(struct zpool *pool);
+
+/**
+ * zpool_store() - store one page
+ * @pool: the pool
+ * @page: BVEC_PAGE_SIZE bytes to store (copied)
+ * @handle: receives the handle
+ *
+ * Return: 0; -EINVAL for NULL arguments; -ENOMEM if memory ran out or the
+ * store would pass mem_limit, in which case nothing was stored and nothing
+ * else changed.
+ */
+BVEC_API int zpool_store(struct zpool *pool, const void *page,
+			 zpool_handle_t *handle);
+
+/**
+ * zpool_load() - read a stored page back
+ * @pool: the pool
+ * @handle: from zpool_store()
+ * @page: receives BVEC_PAGE_SIZE bytes
+ *
+ * Return: 0; -EINVAL for a handle that is not in use; -EIO if the object is
+ * corrupt (checksum mismatch or undecodable), in which case @page holds no
+ * data from it.
+ */
+BVEC_API int zpool_load(struct zpool *pool, zpool_handle_t handle, void *page);
+
+/**
+ * zpool_free() - forget a stored page
+ * @pool: the pool
+ * @handle: from zpool_store(); 0 and handles not in use are ignored
+ */
+BVEC_API void zpool_free(struct zpool *pool, zpool_handle_t handle);
+
+/**
+ * zpool_obj_size() - bytes a stored page occupies
+ * @pool: the pool
+ * @handle: a handle in use
+ *
+ * Return: the compressed size (BVEC_PAGE_SIZE for a huge page, 0 for a
+ * same-filled page), or 0 for an invalid handle.
+ */
+BVEC_API size_t zpool_obj_size(struct zpool *pool, zpool_handle_t handle);
+
+/**
+ * zpool_compact() - move objects out of sparse zspages and free them
+ * @pool: the pool
+ *
+ * Stores, loads and frees may run meanwhile; each size class is locked
+ * while it is compacted.
+ *
+ * Return: pages given back.
+ */
+BVEC_API size_t zpool_compact(struct zpool *pool);
+
+/**
+ * zpool_set_mem_limit() - change the memory limit
+ * @pool: the pool
+ * @bytes: new limit, 0 for none; applies to later stores only
+ */
+BVEC_API void zpool_set_mem_limit(struct zpool *pool, uint64_t bytes);
+
+/**
+ * zpool_stats() - the pool's statistics
+ * @pool: the pool
+ * @st: receives them
+ */
+BVEC_API void zpool_stats(struct zpool *pool, struct zpool_stats *st);
+
+/**
+ * zpool_class_stats() - per-class statistics, for tuning
+ * @pool: the pool
+ * @out: array to fill, or NULL to count
+ * @n: entries in @out
+ *
+ * Classes that share a geometry are reported once, under their largest size.
+ *
+ * Return: the number of distinct classes (entries filled: the smaller of
+ * that and @n).
+ */
+BVEC_API size_t zpool_class_stats(struct zpool *pool,
+				  struct zpool_class_stats *out, size_t n);
+
+/**
+ * zpool_compressor() - name of the pool's compressor
+ * @pool: the pool
+ *
+ * Return: "lz4", "lz4hc" or "zstd".
+ */
+BVEC_API const char *zpool_compressor(const struct zpool *pool);
+
+/**
+ * zpool_has_compressor() - was libzpool built with a compressor?
+ * @name: "lz4", "lz4hc", "zstd"
+ *
+ * Return: true if zpool_create() accepts @name.
+ */
+BVEC_API bool zpool_has_compressor(const char *name);
+
+/**
+ * zpool_huge_class_size() - largest compressed size kept compressed
+ * @pool: the pool
+ *
+ * Return: bytes; a page whose compressed form is larger is stored raw.
+ */
+BVEC_API size_t zpool_huge_class_size(const struct zpool *pool);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIBBVEC_ZPOOL_H */

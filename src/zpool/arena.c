@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A page source over a caller's fixed memory, for embedders without mmap or
+ * malloc.  Runs of 1 to 16 pages are carved in order and recycled by
+ * length; a request with no run of its length splits a longer free run.
+ */
+#include "internal.h"
+
+struct free_run {
+	struct free_run *next;
+};
+
+static void arena_lock(struct zpool_arena *a)
+{
+	while (atomic_exchange_explicit(&a->lock, 1, memory_order_acquire))
+		;
+}
+
+static void arena_unlock(struct zpool_arena *a)
+{
+	atomic_store_explicit(&a->lock, 0, memory_order_release);
+}
+
+static void push_run(struct zpool_arena *a, void *mem, size_t pages)
+{
+	struct free_run *r = mem;
+
+	r->next = a->free_runs[pages];
+	a->free_runs[pages] = r;
+}
+
+static void *arena_alloc(void *ctx, size_t bytes)
+{
+	struct zpool_arena *a = ctx;
+	size_t pages = bytes / ZP_PAGE_SIZE, m;
+	void *p = NULL;
+
+	if (!pages || pages > ZP_MAX_CHAIN || bytes % ZP_PAGE_SIZE)
+		return NULL;
+	arena_lock(a);
+	if (a->free_runs[pages]) {
+		struct free_run *r = a->free_runs[pages];
+
+		a->free_runs[pages] = r->next;
+		p = r;
+	} else if (a->pages - a->next >= pages) {
+		p = a->base + a->next * ZP_PAGE_SIZE;
+		a->next += pages;
+	} else {
+		for (m = pages + 1; m <= ZP_MAX_CHAIN && !a->free_runs[m]; m++)
+			;
+		if (m <= ZP_MAX_CHAIN) {
+			struct free_run *r = a->free_runs[m];
+
+			a->free_runs[m] = r->next;
+			p = r;
+			push_run(a, (unsigned char *)p + pages * ZP_PAGE_SIZE, m - pages);
+		}
+	}
+	arena_unlock(a);
+	return p;
+}
+
+static void arena_free(void *ctx, void *mem, size_t bytes)
+{
+	struct zpool_arena *a = ctx;
+
+	arena_lock(a);
+	push_run(a, mem, bytes / ZP_PAGE_SIZE);
+	arena_unlock(a);
+}
+
+int zpool_arena_init(struct zpool_arena *arena, void *mem, size_t bytes,
+		     struct zpool_page_source *source)
+{
+	uintptr_t start = ((uintptr_t)mem + ZP_PAGE_SIZE - 1) & ~(uintptr_t)(ZP_PAGE_SIZE - 1);
+	uintptr_t end = (uintptr_t)mem + bytes;
+
+	if (!arena || !mem || !source || end < start ||
+	    (end - start) / ZP_PAGE_SIZE < ZP_MAX_CHAIN)
+		return -EINVAL;
+	memset(arena, 0, sizeof(*arena));
+	arena->base = (unsigned char *)start;
+	arena->pages = (end - start) / ZP_PAGE_SIZE;
+	atomic_init(&arena->lock, 0);
+	source->alloc = arena_alloc;
+	source->free = arena_free;
+	source->ctx = arena;
+	source->lazy = false;
+	return 0;
+}

@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Compressors and their per-thread contexts.  A context (lz4 state, lz4hc
+ * stream, zstd contexts, an output buffer) belongs to one thread, so stores
+ * and loads on different threads never share a lock for compression; it is
+ * made on a thread's first use and freed when the thread exits.
+ */
+#include <lz4.h>
+#include <lz4hc.h>
+#include <stdlib.h>
+#ifdef ZPOOL_HAVE_ZSTD
+#include <zstd.h>
+#endif
+
+#include "internal.h"
+
+/* At least LZ4_COMPRESSBOUND and ZSTD_COMPRESSBOUND of one page. */
+#define OUT_BOUND (ZP_PAGE_SIZE + ZP_PAGE_SIZE / 8 + 64)
+
+struct tctx {
+	void *lz4;		/* LZ4_stream_t */
+	LZ4_streamHC_t *lz4hc;	/* made on first lz4hc use */
+#ifdef ZPOOL_HAVE_ZSTD
+	ZSTD_CCtx *zc;
+	ZSTD_DCtx *zd;
+#endif
+	unsigned char out[OUT_BOUND];
+};
+
+static void tctx_free(void *p)
+{
+	struct tctx *t = p;
+
+	zp_os_free(t->lz4);
+	zp_os_free(t->lz4hc);
+#ifdef ZPOOL_HAVE_ZSTD
+	ZSTD_freeCCtx(t->zc);
+	ZSTD_freeDCtx(t->zd);
+#endif
+	zp_os_free(t);
+}
+
+static void *tctx_new(void)
+{
+	struct tctx *t = zp_os_alloc(sizeof(*t));
+
+	if (!t)
+		return NULL;
+	memset(t, 0, offsetof(struct tctx, out));
+	t->lz4 = zp_os_alloc((size_t)LZ4_sizeofState());
+	if (!t->lz4) {
+		tctx_free(t);
+		return NULL;
+	}
+	return t;
+}
+
+static struct tctx *tctx(void)
+{
+	return zp_thread_ctx(tctx_new, tctx_free);
+}
+
+static const struct {
+	const char *name;
+	int comp;
+	int def_level, min_level, max_level;
+} compressors[] = {
+	{ "lz4", ZP_COMP_LZ4, 1, 1, 65537 },
+	{ "lz4hc", ZP_COMP_LZ4HC, LZ4HC_CLEVEL_DEFAULT, 1, LZ4HC_CLEVEL_MAX },
+#ifdef ZPOOL_HAVE_ZSTD
+	{ "zstd", ZP_COMP_ZSTD, 3, -7, 22 },
+#endif
+};
+
+#define N_COMPRESSORS (sizeof(compressors) / sizeof(compressors[0]))
+
+int zpool__comp_lookup(const char *name, int level, int *comp, int *out_level)
+{
+	size_t i;
+
+	if (!name)
+		name = "lz4";
+	for (i = 0; i < N_COMPRESSORS; i++) {
+		if (strcmp(name, compressors[i].name))
+			continue;
+		if (!level)
+			level = compressors[i].def_level;
+		if (level < compressors[i].min_level || level > compressors[i].max_level)
+			return -EINVAL;
+		*comp = compressors[i].comp;
+		*out_level = level;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+const char *zpool__comp_name(int comp)
+{
+	size_t i;
+
+	for (i = 0; i < N_COMPRESSORS; i++)
+		if (compressors[i].comp == comp)
+			return compressors[i].name;
+	return "?";
+}
+
+bool zpool_has_compressor(const char *name)
+{
+	int comp, level;
+
+	return name && !zpool__comp_lookup(name, 0, &comp, &level);
+}
+
+int zpool__compress(int comp, int level, const void *page, size_t limit,
+		    const unsigned char **out)
+{
+	struct tctx *t = tctx();
+	int n = 0;
+
+	if (!t)
+		return -ENOMEM;
+	*out = t->out;
+	switch (comp) {
+	case ZP_COMP_LZ4:
+		/* A full-size output takes lz4's unchecked fast path; a bounded
+		 * one would check every write (about 10% slower on this data). */
+		n = LZ4_compress_fast_extState(t->lz4, page, (char *)t->out,
+					       (int)ZP_PAGE_SIZE, (int)OUT_BOUND, level);
+		break;
+	case ZP_COMP_LZ4HC:
+		if (!t->lz4hc) {
+			t->lz4hc = zp_os_alloc(sizeof(*t->lz4hc));
+			if (!t->lz4hc || !LZ4_initStreamHC(t->lz4hc, sizeof(*t->lz4hc)))
+				return -ENOMEM;
+		}
+		/* Resetting the stream, not re-initialising it, keeps each page
+		 * independent without clearing 256 KiB per page. */
+		LZ4_resetStreamHC_fast(t->lz4hc, level);
+		n = LZ4_compress_HC_continue(t->lz4hc, page, (char *)t->out,
+					     (int)ZP_PAGE_SIZE, (int)limit);
+		break;
+#ifdef ZPOOL_HAVE_ZSTD
+	case ZP_COMP_ZSTD: {
+		size_t r;
+
+		if (!t->zc && !(t->zc = ZSTD_createCCtx()))
+			return -ENOMEM;
+		r = ZSTD_compressCCtx(t->zc, t->out, limit, page, ZP_PAGE_SIZE, level);
+		n = ZSTD_isError(r) ? 0 : (int)r;
+		break;
+	}
+#endif
+	default:
+		return -EINVAL;
+	}
+	return n > 0 && (size_t)n <= limit ? n : 0;
+}
+
+int zpool__decompress(int comp, const void *src, size_t len, void *page)
+{
+	switch (comp) {
+	case ZP_COMP_LZ4:
+	case ZP_COMP_LZ4HC:
+		return LZ4_decompress_safe(src, page, (int)len, (int)ZP_PAGE_SIZE) ==
+		       (int)ZP_PAGE_SIZE ? 0 : -EIO;
+#ifdef ZPOOL_HAVE_ZSTD
+	case ZP_COMP_ZSTD: {
+		struct tctx *t = tctx();
+		size_t r;
+
+		if (!t)
+			return -ENOMEM;
+		if (!t->zd && !(t->zd = ZSTD_createDCtx()))
+			return -ENOMEM;
+		r = ZSTD_decompressDCtx(t->zd, page, ZP_PAGE_SIZE, src, len);
+		return !ZSTD_isError(r) && r == ZP_PAGE_SIZE ? 0 : -EIO;
+	}
+#endif
+	default:
+		return -EINVAL;
+	}
+}

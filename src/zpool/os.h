@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The OS services libzpool uses, kept to one file (os_posix.c): locks,
+ * a thread-local slot with a destructor, and the default mmap page source.
+ */
+#ifndef ZPOOL_OS_H
+#define ZPOOL_OS_H
+
+#include <pthread.h>
+#include <errno.h>
+#include <stddef.h>
+
+struct zpool_page_source;
+
+struct zp_mutex {
+	pthread_mutex_t m;
+};
+
+struct zp_rwlock {
+	pthread_rwlock_t l;
+};
+
+int zp_mutex_init(struct zp_mutex *m);
+void zp_mutex_destroy(struct zp_mutex *m);
+void zp_mutex_lock(struct zp_mutex *m);
+void zp_mutex_unlock(struct zp_mutex *m);
+
+int zp_rwlock_init(struct zp_rwlock *l);
+void zp_rwlock_destroy(struct zp_rwlock *l);
+void zp_read_lock(struct zp_rwlock *l);
+void zp_write_lock(struct zp_rwlock *l);
+void zp_rw_unlock(struct zp_rwlock *l);
+
+/* This thread's context pointer; @dtor runs on it when the thread exits. */
+void *zp_thread_ctx(void *(*create)(void), void (*dtor)(void *));
+
+/* Plain heap memory for per-thread contexts. */
+void *zp_os_alloc(size_t size);
+void zp_os_free(void *p);
+
+/* The default page source: page-aligned mmap chunks, demand paged. */
+int zp_mmap_source_new(struct zpool_page_source *src);
+void zp_mmap_source_delete(struct zpool_page_source *src);
+
+#endif

@@ -1,0 +1,397 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The page store: zram's page logic (same-filled pages, huge pages,
+ * mem_limit after allocation, checksums) on top of the allocator.
+ */
+#include <xxhash.h>
+
+#include "internal.h"
+
+static uint64_t mem_used(struct zpool *pool)
+{
+	return atomic_load(&pool->pages_total) * ZP_PAGE_SIZE;
+}
+
+static void note_mem_used(struct zpool *pool)
+{
+	uint64_t used = mem_used(pool);
+	uint64_t max = atomic_load(&pool->mem_used_max);
+
+	while (used > max &&
+	       !atomic_compare_exchange_weak(&pool->mem_used_max, &max, used))
+		;
+}
+
+static uint32_t checksum(const void *p, size_t len)
+{
+	return (uint32_t)XXH3_64bits(p, len);
+}
+
+static size_t csum_bytes(const struct zpool *pool)
+{
+	return pool->flags & ZPOOL_F_CHECKSUM ? ZP_CSUM_BYTES : 0;
+}
+
+/* zram's test: one machine word repeated; the last word first, for speed. */
+static bool same_filled(const void *page, unsigned long *word)
+{
+	const unsigned char *p = page;
+	unsigned long first, w;
+	size_t i;
+
+	memcpy(&first, p, sizeof(first));
+	memcpy(&w, p + ZP_PAGE_SIZE - sizeof(w), sizeof(w));
+	if (w != first)
+		return false;
+	for (i = sizeof(w); i < ZP_PAGE_SIZE - sizeof(w); i += sizeof(w)) {
+		memcpy(&w, p + i, sizeof(w));
+		if (w != first)
+			return false;
+	}
+	*word = first;
+	return true;
+}
+
+static void fill_page(void *page, unsigned long word)
+{
+	unsigned char *p = page;
+	size_t i;
+
+	if (!word) {
+		memset(page, 0, ZP_PAGE_SIZE);
+		return;
+	}
+	for (i = 0; i < ZP_PAGE_SIZE; i += sizeof(word))
+		memcpy(p + i, &word, sizeof(word));
+}
+
+static void destroy(struct zpool *pool)
+{
+	struct zpool_page_source src = pool->src;
+	bool own_source = pool->own_source;
+
+	zpool__classes_destroy(pool);
+	zpool__table_destroy(pool, &pool->handles);
+	zpool__table_destroy(pool, &pool->zspages);
+	zpool__table_destroy(pool, &pool->same);
+	zp_mutex_destroy(&pool->desc_lock);
+	src.free(src.ctx, pool, pool->self_bytes);
+	if (own_source)
+		zp_mmap_source_delete(&src);
+}
+
+struct zpool *zpool_create(const struct zpool_config *cfg)
+{
+	struct zpool_config c = ZPOOL_CONFIG_INIT;
+	struct zpool_page_source src;
+	struct zpool *pool;
+	size_t self;
+	int comp, level;
+
+	if (cfg) {
+		if (cfg->size < offsetof(struct zpool_config, compressor) ||
+		    cfg->size > sizeof(c)) {
+			errno = EINVAL;
+			return NULL;
+		}
+		memcpy(&c, cfg, cfg->size);
+	}
+	if (!c.max_pages_per_zspage)
+		c.max_pages_per_zspage = 8;
+	if (c.max_pages_per_zspage > ZP_MAX_CHAIN ||
+	    zpool__comp_lookup(c.compressor, c.level, &comp, &level) ||
+	    (c.flags & ~ZPOOL_F_CHECKSUM) ||
+	    (c.page_source && (!c.page_source->alloc || !c.page_source->free))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (c.page_source)
+		src = *c.page_source;
+	else if (zp_mmap_source_new(&src)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* The pool itself lives in pages from its own source, and counts them. */
+	self = (sizeof(*pool) + ZP_PAGE_SIZE - 1) / ZP_PAGE_SIZE * ZP_PAGE_SIZE;
+	pool = src.alloc(src.ctx, self);
+	if (!pool) {
+		if (!c.page_source)
+			zp_mmap_source_delete(&src);
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset(pool, 0, sizeof(*pool));
+	pool->src = src;
+	pool->self_bytes = self;
+	pool->own_source = !c.page_source;
+	pool->max_chain = c.max_pages_per_zspage;
+	pool->flags = c.flags;
+	pool->comp = comp;
+	pool->level = level;
+	atomic_store(&pool->pages_total, self / ZP_PAGE_SIZE);
+	atomic_store(&pool->meta_pages, self / ZP_PAGE_SIZE);
+	atomic_store(&pool->mem_limit, c.mem_limit);
+	if (zpool__table_init(&pool->handles) ||
+	    zpool__table_init(&pool->zspages) ||
+	    zpool__table_init(&pool->same) || zp_mutex_init(&pool->desc_lock) ||
+	    zpool__classes_init(pool)) {
+		destroy(pool);
+		errno = ENOMEM;
+		return NULL;
+	}
+	note_mem_used(pool);
+	return pool;
+}
+
+void zpool_destroy(struct zpool *pool)
+{
+	if (pool)
+		destroy(pool);
+}
+
+static int store_same(struct zpool *pool, unsigned long word, zpool_handle_t *handle)
+{
+	uint32_t idx = zpool__table_alloc(pool, &pool->same, word);
+	uint32_t h;
+
+	if (!idx)
+		return -ENOMEM;
+	h = zpool__table_alloc(pool, &pool->handles,
+			       (uint64_t)idx << ZP_TAG_BITS | ZP_TAG_SAME);
+	if (!h) {
+		zpool__table_free(&pool->same, idx);
+		return -ENOMEM;
+	}
+	atomic_fetch_add(&pool->orig_pages, 1);
+	atomic_fetch_add(&pool->same_pages, 1);
+	*handle = h;
+	return 0;
+}
+
+int zpool_store(struct zpool *pool, const void *page, zpool_handle_t *handle)
+{
+	size_t extra, len;
+	const unsigned char *data;
+	struct size_class *c;
+	struct zspage *zsp;
+	unsigned char *dst;
+	unsigned long word;
+	unsigned int slot;
+	uint64_t limit;
+	uint32_t h;
+	int n;
+
+	if (!pool || !page || !handle)
+		return -EINVAL;
+	if (same_filled(page, &word))
+		return store_same(pool, word, handle);
+
+	extra = csum_bytes(pool);
+	n = zpool__compress(pool->comp, pool->level, page,
+			    pool->huge_class_size - extra, &data);
+	if (n < 0)
+		return n;
+	if (n) {
+		len = (size_t)n;
+	} else {
+		/* Would not fit a non-huge class: keep the page raw. */
+		data = page;
+		len = ZP_PAGE_SIZE;
+	}
+	h = zpool__table_alloc(pool, &pool->handles, 0);
+	if (!h)
+		return -ENOMEM;
+	c = zpool__class_for(pool, n ? len + extra : ZP_PAGE_SIZE);
+
+	zp_write_lock(&c->lock);
+	dst = zpool__obj_alloc(pool, c, &zsp, &slot);
+	if (!dst)
+		goto nomem;
+	/* zram's order: allocate, then check the limit, and undo if over. */
+	limit = atomic_load(&pool->mem_limit);
+	if (limit && mem_used(pool) > limit) {
+		zpool__obj_free(pool, c, zsp, slot);
+		goto nomem;
+	}
+	memcpy(dst, data, len);
+	if (extra) {
+		uint32_t sum = checksum(dst, len);
+
+		if (c->huge)
+			zsp->huge_csum = sum;
+		else
+			memcpy(dst + len, &sum, sizeof(sum));
+	}
+	atomic_store_explicit(zpool__table_slot(&pool->handles, h),
+			      zp_entry_obj(c->index, slot, (unsigned int)len, zsp->id),
+			      memory_order_release);
+	zp_rw_unlock(&c->lock);
+
+	atomic_fetch_add(&pool->orig_pages, 1);
+	atomic_fetch_add(&pool->compr_bytes, len);
+	if (c->huge) {
+		atomic_fetch_add(&pool->huge_pages, 1);
+		atomic_fetch_add(&pool->huge_since, 1);
+	}
+	note_mem_used(pool);
+	*handle = h;
+	return 0;
+nomem:
+	zp_rw_unlock(&c->lock);
+	zpool__table_free(&pool->handles, h);
+	return -ENOMEM;
+}
+
+/* The entry of a handle in use, or 0. */
+static uint64_t lookup(struct zpool *pool, zpool_handle_t handle)
+{
+	uint64_t e;
+
+	if (!pool || handle > UINT32_MAX || !zpool__table_valid(&pool->handles, (uint32_t)handle))
+		return 0;
+	e = atomic_load_explicit(zpool__table_slot(&pool->handles, (uint32_t)handle),
+				 memory_order_acquire);
+	return zp_entry_tag(e) == ZP_TAG_OBJ || zp_entry_tag(e) == ZP_TAG_SAME ? e : 0;
+}
+
+int zpool_load(struct zpool *pool, zpool_handle_t handle, void *page)
+{
+	uint64_t e = lookup(pool, handle);
+	struct size_class *c;
+	const unsigned char *src;
+	struct zspage *zsp;
+	size_t len;
+	int ret = 0;
+
+	if (!e || !page)
+		return -EINVAL;
+	if (zp_entry_tag(e) == ZP_TAG_SAME) {
+		fill_page(page, (unsigned long)atomic_load(
+			zpool__table_slot(&pool->same, zp_entry_same_index(e))));
+		return 0;
+	}
+	c = pool->classes[zp_entry_class(e)];
+	zp_read_lock(&c->lock);
+	/* Compaction may have moved the object before we got the lock. */
+	e = atomic_load_explicit(zpool__table_slot(&pool->handles, (uint32_t)handle),
+				 memory_order_acquire);
+	if (zp_entry_tag(e) != ZP_TAG_OBJ) {
+		ret = -EINVAL;
+		goto out;
+	}
+	zsp = zpool__zspage(pool, zp_entry_zspage(e));
+	src = zpool__obj_addr(c, zsp, zp_entry_slot(e));
+	len = zp_entry_len(e);
+	if (pool->flags & ZPOOL_F_CHECKSUM) {
+		uint32_t want;
+
+		if (c->huge)
+			want = zsp->huge_csum;
+		else
+			memcpy(&want, src + len, sizeof(want));
+		if (checksum(src, len) != want) {
+			ret = -EIO;
+			goto out;
+		}
+	}
+	if (c->huge)
+		memcpy(page, src, ZP_PAGE_SIZE);
+	else
+		ret = zpool__decompress(pool->comp, src, len, page);
+out:
+	zp_rw_unlock(&c->lock);
+	return ret;
+}
+
+void zpool_free(struct zpool *pool, zpool_handle_t handle)
+{
+	uint64_t e = lookup(pool, handle);
+	_Atomic(uint64_t) *slotp;
+	struct size_class *c;
+	size_t len;
+
+	if (!e)
+		return;
+	slotp = zpool__table_slot(&pool->handles, (uint32_t)handle);
+	if (zp_entry_tag(e) == ZP_TAG_SAME) {
+		zpool__table_free(&pool->same, zp_entry_same_index(e));
+		atomic_fetch_sub(&pool->same_pages, 1);
+	} else {
+		c = pool->classes[zp_entry_class(e)];
+		zp_write_lock(&c->lock);
+		e = atomic_load_explicit(slotp, memory_order_acquire);
+		/* Dead before unlocking, so compaction never moves a freed slot. */
+		atomic_store_explicit(slotp, 0, memory_order_release);
+		zpool__obj_free(pool, c, zpool__zspage(pool, zp_entry_zspage(e)),
+				zp_entry_slot(e));
+		zp_rw_unlock(&c->lock);
+		len = zp_entry_len(e);
+		atomic_fetch_sub(&pool->compr_bytes, len);
+		if (c->huge)
+			atomic_fetch_sub(&pool->huge_pages, 1);
+	}
+	atomic_fetch_sub(&pool->orig_pages, 1);
+	zpool__table_free(&pool->handles, (uint32_t)handle);
+}
+
+size_t zpool_obj_size(struct zpool *pool, zpool_handle_t handle)
+{
+	uint64_t e = lookup(pool, handle);
+
+	return zp_entry_tag(e) == ZP_TAG_OBJ ? zp_entry_len(e) : 0;
+}
+
+size_t zpool_compact(struct zpool *pool)
+{
+	return pool ? zpool__compact(pool) : 0;
+}
+
+void zpool_set_mem_limit(struct zpool *pool, uint64_t bytes)
+{
+	if (pool)
+		atomic_store(&pool->mem_limit, bytes);
+}
+
+void zpool_stats(struct zpool *pool, struct zpool_stats *st)
+{
+	if (!pool || !st)
+		return;
+	memset(st, 0, sizeof(*st));
+	st->orig_data_size = atomic_load(&pool->orig_pages) * ZP_PAGE_SIZE;
+	st->compr_data_size = atomic_load(&pool->compr_bytes);
+	st->mem_used_total = mem_used(pool);
+	st->mem_limit = atomic_load(&pool->mem_limit);
+	st->mem_used_max = atomic_load(&pool->mem_used_max);
+	st->same_pages = atomic_load(&pool->same_pages);
+	st->pages_compacted = atomic_load(&pool->pages_compacted);
+	st->huge_pages = atomic_load(&pool->huge_pages);
+	st->huge_pages_since = atomic_load(&pool->huge_since);
+	st->metadata_bytes = atomic_load(&pool->meta_pages) * ZP_PAGE_SIZE;
+	st->objects = atomic_load(&pool->orig_pages);
+}
+
+const char *zpool_compressor(const struct zpool *pool)
+{
+	return pool ? zpool__comp_name(pool->comp) : NULL;
+}
+
+size_t zpool_huge_class_size(const struct zpool *pool)
+{
+	return pool ? pool->huge_class_size - csum_bytes(pool) : 0;
+}
+
+int zpool__corrupt(struct zpool *pool, zpool_handle_t handle, size_t offset)
+{
+	uint64_t e = lookup(pool, handle);
+	struct size_class *c;
+	struct zspage *zsp;
+
+	if (zp_entry_tag(e) != ZP_TAG_OBJ || offset >= zp_entry_len(e))
+		return -EINVAL;
+	c = pool->classes[zp_entry_class(e)];
+	zp_write_lock(&c->lock);
+	zsp = zpool__zspage(pool, zp_entry_zspage(e));
+	zpool__obj_addr(c, zsp, zp_entry_slot(e))[offset] ^= 0x20;
+	zp_rw_unlock(&c->lock);
+	return 0;
+}

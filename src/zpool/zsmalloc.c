@@ -1,0 +1,455 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The allocator: zsmalloc's design (size classes 16 bytes apart, zspages of
+ * 1 to N pages in which objects straddle page boundaries, merged classes, a
+ * huge class, fullness groups, compaction), with three differences that
+ * save memory on real data:
+ *
+ * - A zspage is one contiguous run from the page source, so an object that
+ *   straddles pages is still contiguous: no copying on access.
+ * - Slots are handed out in order before freed ones are reused, so with a
+ *   demand-paged source only the pages holding a used slot are real and
+ *   counted; a class's partly filled zspage costs at most one partial page.
+ * - Objects carry no header.  Compaction finds the handles of the objects it
+ *   moves by scanning the handle table for the class it holds locked.
+ */
+#include "internal.h"
+
+static unsigned int size_index(size_t size)
+{
+	if (size <= ZP_MIN_OBJ)
+		return 0;
+	return (unsigned int)((size - ZP_MIN_OBJ + ZP_CLASS_DELTA - 1) / ZP_CLASS_DELTA);
+}
+
+/* The chain length that wastes least; ties go to the shorter chain. */
+static void class_geometry(unsigned int size, unsigned int max_chain,
+			   unsigned int *pages, unsigned int *objs)
+{
+	uint64_t best_used = 0, best_bytes = 1;
+	unsigned int n;
+
+	*pages = 1;
+	*objs = 1;
+	for (n = 1; n <= max_chain; n++) {
+		uint64_t bytes = n * ZP_PAGE_SIZE;
+		uint64_t count = bytes / size;
+
+		if (count * size * best_bytes > best_used * bytes) {
+			best_used = count * size;
+			best_bytes = bytes;
+			*pages = n;
+			*objs = (unsigned int)count;
+		}
+	}
+}
+
+int zpool__classes_init(struct zpool *pool)
+{
+	unsigned int pages[ZP_NR_CLASSES], objs[ZP_NR_CLASSES];
+	unsigned int i, n = 0, distinct = 0;
+	struct size_class *c = NULL;
+	size_t bytes;
+
+	/* From the largest size down: a class with the geometry of the one
+	 * above it is merged into it, as zsmalloc does. */
+	for (i = ZP_NR_CLASSES; i-- > 0;) {
+		unsigned int size = ZP_MIN_OBJ + i * ZP_CLASS_DELTA;
+
+		class_geometry(size, pool->max_chain, &pages[i], &objs[i]);
+		if (objs[i] == 1)
+			pages[i] = 1; /* huge: one raw object per page */
+		if (i == ZP_NR_CLASSES - 1 || pages[i] != pages[i + 1] ||
+		    objs[i] != objs[i + 1])
+			distinct++;
+	}
+	bytes = distinct * sizeof(struct size_class);
+	pool->class_storage = zpool__pages_alloc(pool, (bytes + ZP_PAGE_SIZE - 1) / ZP_PAGE_SIZE,
+						 true);
+	if (!pool->class_storage)
+		return -ENOMEM;
+	memset(pool->class_storage, 0, bytes);
+	pool->huge_class_size = 0;
+	for (i = ZP_NR_CLASSES; i-- > 0;) {
+		if (!c || pages[i] != c->pages_per_zspage || objs[i] != c->objs_per_zspage) {
+			c = &pool->class_storage[n];
+			if (zp_rwlock_init(&c->lock)) {
+				pool->nr_distinct = n;
+				return -ENOMEM;
+			}
+			c->size = ZP_MIN_OBJ + i * ZP_CLASS_DELTA;
+			c->index = i;
+			c->pages_per_zspage = pages[i];
+			c->objs_per_zspage = objs[i];
+			c->huge = objs[i] == 1;
+			n++;
+		}
+		if (!c->huge && !pool->huge_class_size)
+			pool->huge_class_size = c->size;
+		pool->classes[i] = c;
+	}
+	pool->nr_distinct = n;
+	return 0;
+}
+
+/* Every zspage still held goes back; only at destroy, with no users left. */
+void zpool__classes_destroy(struct zpool *pool)
+{
+	unsigned int i, g;
+
+	for (i = 0; i < pool->nr_distinct; i++) {
+		struct size_class *c = &pool->class_storage[i];
+
+		for (g = 0; g < ZP_FULLNESS_GROUPS; g++)
+			while (c->fullness[g]) {
+				struct zspage *z = c->fullness[g];
+
+				c->fullness[g] = z->next;
+				pool->src.free(pool->src.ctx, z->mem,
+					       c->pages_per_zspage * ZP_PAGE_SIZE);
+			}
+		zp_rwlock_destroy(&c->lock);
+	}
+	while (pool->desc_pages) {
+		struct zp_desc_page *p = pool->desc_pages;
+
+		pool->desc_pages = p->next;
+		zpool__pages_free(pool, p, 1, true);
+	}
+	if (pool->class_storage)
+		zpool__pages_free(pool, pool->class_storage,
+				  (pool->nr_distinct * sizeof(struct size_class) +
+				   ZP_PAGE_SIZE - 1) / ZP_PAGE_SIZE, true);
+}
+
+struct size_class *zpool__class_for(struct zpool *pool, size_t size)
+{
+	return pool->classes[size_index(size)];
+}
+
+struct zspage *zpool__zspage(struct zpool *pool, uint32_t id)
+{
+	uint64_t v = atomic_load_explicit(zpool__table_slot(&pool->zspages, id),
+					  memory_order_acquire);
+
+	return (struct zspage *)(uintptr_t)v;
+}
+
+static unsigned int fullness_of(const struct size_class *c, const struct zspage *z)
+{
+	if (!z->inuse)
+		return 0;
+	if (z->inuse == c->objs_per_zspage)
+		return ZP_FULLNESS_GROUPS - 1;
+	return 1 + z->inuse * 10u / c->objs_per_zspage;
+}
+
+static void list_del(struct size_class *c, struct zspage *z)
+{
+	if (z->prev)
+		z->prev->next = z->next;
+	else
+		c->fullness[z->fullness] = z->next;
+	if (z->next)
+		z->next->prev = z->prev;
+	z->next = z->prev = NULL;
+}
+
+static void list_add(struct size_class *c, struct zspage *z, unsigned int g)
+{
+	z->fullness = (uint8_t)g;
+	z->prev = NULL;
+	z->next = c->fullness[g];
+	if (z->next)
+		z->next->prev = z;
+	c->fullness[g] = z;
+}
+
+static void fix_fullness(struct size_class *c, struct zspage *z)
+{
+	unsigned int g = fullness_of(c, z);
+
+	if (g != z->fullness) {
+		list_del(c, z);
+		list_add(c, z, g);
+	}
+}
+
+/* zspage descriptors live in slab pages of their own, counted as metadata. */
+static struct zspage *desc_alloc(struct zpool *pool)
+{
+	struct zspage *z;
+
+	zp_mutex_lock(&pool->desc_lock);
+	if (!pool->free_descs) {
+		struct zp_desc_page *p = zpool__pages_alloc(pool, 1, true);
+		size_t i, n;
+
+		if (!p) {
+			zp_mutex_unlock(&pool->desc_lock);
+			return NULL;
+		}
+		p->next = pool->desc_pages;
+		pool->desc_pages = p;
+		z = (struct zspage *)(void *)((char *)p + sizeof(struct zspage));
+		n = ZP_PAGE_SIZE / sizeof(struct zspage) - 1;
+		for (i = 0; i < n; i++) {
+			z[i].next = pool->free_descs;
+			pool->free_descs = &z[i];
+		}
+	}
+	z = pool->free_descs;
+	pool->free_descs = z->next;
+	zp_mutex_unlock(&pool->desc_lock);
+	memset(z, 0, sizeof(*z));
+	return z;
+}
+
+static void desc_free(struct zpool *pool, struct zspage *z)
+{
+	zp_mutex_lock(&pool->desc_lock);
+	z->next = pool->free_descs;
+	pool->free_descs = z;
+	zp_mutex_unlock(&pool->desc_lock);
+}
+
+static void count_pages(struct zpool *pool, struct size_class *c, long delta)
+{
+	atomic_fetch_add(&pool->pages_total, (uint64_t)delta);
+	c->pages_used += (uint64_t)delta;
+}
+
+static struct zspage *zspage_new(struct zpool *pool, struct size_class *c)
+{
+	struct zspage *z = desc_alloc(pool);
+	uint32_t id;
+
+	if (!z)
+		return NULL;
+	z->mem = pool->src.alloc(pool->src.ctx, c->pages_per_zspage * ZP_PAGE_SIZE);
+	if (!z->mem)
+		goto fail_desc;
+	id = zpool__table_alloc(pool, &pool->zspages, (uint64_t)(uintptr_t)z);
+	if (!id)
+		goto fail_mem;
+	if (id >= (1ull << ZP_ZSPAGE_BITS)) {
+		zpool__table_free(&pool->zspages, id);
+		goto fail_mem;
+	}
+	z->id = id;
+	z->free_head = ZP_NO_SLOT;
+	if (!pool->src.lazy) {
+		z->pages_touched = (uint8_t)c->pages_per_zspage;
+		count_pages(pool, c, c->pages_per_zspage);
+	}
+	c->zspages++;
+	list_add(c, z, 0);
+	return z;
+fail_mem:
+	pool->src.free(pool->src.ctx, z->mem, c->pages_per_zspage * ZP_PAGE_SIZE);
+fail_desc:
+	desc_free(pool, z);
+	return NULL;
+}
+
+/* Give back a zspage that is on no fullness list. */
+static void zspage_release(struct zpool *pool, struct size_class *c, struct zspage *z)
+{
+	count_pages(pool, c, -(long)z->pages_touched);
+	pool->src.free(pool->src.ctx, z->mem, c->pages_per_zspage * ZP_PAGE_SIZE);
+	zpool__table_free(&pool->zspages, z->id);
+	c->zspages--;
+	desc_free(pool, z);
+}
+
+static void zspage_free(struct zpool *pool, struct size_class *c, struct zspage *z)
+{
+	list_del(c, z);
+	zspage_release(pool, c, z);
+}
+
+static unsigned char *take_slot(struct zpool *pool, struct size_class *c,
+				struct zspage *z, unsigned int *slot)
+{
+	unsigned char *p;
+
+	if (z->free_head != ZP_NO_SLOT) {
+		uint16_t next;
+
+		*slot = z->free_head;
+		p = zpool__obj_addr(c, z, *slot);
+		memcpy(&next, p, sizeof(next));
+		z->free_head = next;
+	} else {
+		*slot = z->bump++;
+		p = zpool__obj_addr(c, z, *slot);
+		if (pool->src.lazy) {
+			/* Count the pages this slot makes real. */
+			size_t end = (size_t)z->bump * c->size;
+			unsigned int touched = (unsigned int)((end + ZP_PAGE_SIZE - 1) / ZP_PAGE_SIZE);
+
+			if (touched > z->pages_touched) {
+				count_pages(pool, c, (long)(touched - z->pages_touched));
+				z->pages_touched = (uint8_t)touched;
+			}
+		}
+	}
+	z->inuse++;
+	c->objs_used++;
+	fix_fullness(c, z);
+	return p;
+}
+
+/* The fullest zspage with room, so that sparse ones can empty out. */
+static struct zspage *fullest_with_room(struct size_class *c)
+{
+	unsigned int g;
+
+	for (g = ZP_FULLNESS_GROUPS - 1; g-- > 0;)
+		if (c->fullness[g])
+			return c->fullness[g];
+	return NULL;
+}
+
+unsigned char *zpool__obj_alloc(struct zpool *pool, struct size_class *c,
+				struct zspage **zsp, unsigned int *slot)
+{
+	struct zspage *z = fullest_with_room(c);
+
+	if (!z) {
+		z = zspage_new(pool, c);
+		if (!z)
+			return NULL;
+	}
+	*zsp = z;
+	return take_slot(pool, c, z, slot);
+}
+
+void zpool__obj_free(struct zpool *pool, struct size_class *c,
+		     struct zspage *z, unsigned int slot)
+{
+	uint16_t next = z->free_head;
+
+	memcpy(zpool__obj_addr(c, z, slot), &next, sizeof(next));
+	z->free_head = (uint16_t)slot;
+	z->inuse--;
+	c->objs_used--;
+	if (!z->inuse && !z->compacting)
+		zspage_free(pool, c, z);
+	else if (!z->compacting)
+		fix_fullness(c, z);
+}
+
+/*
+ * Compaction of one class, under its write lock.  Sources are taken from
+ * the emptiest zspages while the rest can absorb their objects; they leave
+ * the fullness lists so no object is moved into them.  One scan of the
+ * handle table finds the objects living in sources.
+ */
+static size_t compact_class(struct zpool *pool, struct size_class *c)
+{
+	uint64_t free_slots = c->zspages * c->objs_per_zspage - c->objs_used;
+	struct zspage *sources = NULL, *z, *next;
+	uint32_t idx, end;
+	size_t freed = 0;
+	unsigned int g;
+
+	if (c->huge || free_slots < c->objs_per_zspage)
+		return 0;
+	for (g = 1; g < ZP_FULLNESS_GROUPS - 1; g++) {
+		for (z = c->fullness[g]; z; z = next) {
+			uint64_t own_free = c->objs_per_zspage - z->inuse;
+
+			next = z->next;
+			/* Room elsewhere must hold this zspage's objects. */
+			if (free_slots < own_free + z->inuse)
+				goto chosen;
+			free_slots -= own_free + z->inuse;
+			list_del(c, z);
+			z->compacting = 1;
+			z->next = sources;
+			sources = z;
+		}
+	}
+chosen:
+	if (!sources)
+		return 0;
+	end = atomic_load_explicit(&pool->handles.next_unused, memory_order_acquire);
+	for (idx = 1; idx < end; idx++) {
+		_Atomic(uint64_t) *slotp = zpool__table_slot(&pool->handles, idx);
+		uint64_t e = atomic_load_explicit(slotp, memory_order_acquire);
+		struct zspage *from, *to;
+		unsigned int slot, new_slot;
+		unsigned char *dst;
+
+		if (zp_entry_tag(e) != ZP_TAG_OBJ || zp_entry_class(e) != c->index)
+			continue;
+		from = zpool__zspage(pool, zp_entry_zspage(e));
+		if (!from->compacting)
+			continue;
+		to = fullest_with_room(c);
+		if (!to)
+			break;
+		slot = zp_entry_slot(e);
+		dst = take_slot(pool, c, to, &new_slot);
+		memcpy(dst, zpool__obj_addr(c, from, slot), c->size);
+		atomic_store_explicit(slotp, zp_entry_obj(c->index, new_slot, zp_entry_len(e),
+							  to->id),
+				      memory_order_release);
+		zpool__obj_free(pool, c, from, slot);
+	}
+	for (z = sources; z; z = next) {
+		next = z->next;
+		z->compacting = 0;
+		z->next = z->prev = NULL;
+		if (!z->inuse) {
+			freed += z->pages_touched;
+			zspage_release(pool, c, z);
+		} else {
+			list_add(c, z, fullness_of(c, z));
+		}
+	}
+	return freed;
+}
+
+size_t zpool__compact(struct zpool *pool)
+{
+	size_t freed = 0, n;
+	unsigned int i;
+
+	for (i = 0; i < pool->nr_distinct; i++) {
+		struct size_class *c = &pool->class_storage[i];
+
+		zp_write_lock(&c->lock);
+		n = compact_class(pool, c);
+		zp_rw_unlock(&c->lock);
+		freed += n;
+	}
+	atomic_fetch_add(&pool->pages_compacted, freed);
+	return freed;
+}
+
+size_t zpool_class_stats(struct zpool *pool, struct zpool_class_stats *out, size_t n)
+{
+	size_t i, filled = 0;
+
+	if (!pool)
+		return 0;
+	/* Smallest size first, like zsmalloc's table. */
+	for (i = pool->nr_distinct; i-- > 0 && out && filled < n; filled++) {
+		struct size_class *c = &pool->class_storage[i];
+		struct zpool_class_stats *o = &out[filled];
+
+		zp_read_lock(&c->lock);
+		o->size = c->size;
+		o->objs_per_zspage = c->objs_per_zspage;
+		o->pages_per_zspage = c->pages_per_zspage;
+		o->zspages = c->zspages;
+		o->objs_allocated = c->zspages * c->objs_per_zspage;
+		o->objs_used = c->objs_used;
+		o->pages_used = c->pages_used;
+		o->huge = c->huge;
+		zp_rw_unlock(&c->lock);
+	}
+	return pool->nr_distinct;
+}
