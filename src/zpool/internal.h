@@ -168,6 +168,9 @@ static inline _Atomic(uint64_t) *zpool__table_slot(struct zp_table *t, uint32_t 
 /* Bounds check for indices that come from callers. */
 bool zpool__table_valid(struct zp_table *t, uint32_t idx);
 
+/* Every change of the pages held goes through here (and mem_used_max). */
+void zpool__account(struct zpool *pool, long pages, bool meta);
+
 /* Pages from the source, counted in mem_used_total. */
 void *zpool__pages_alloc(struct zpool *pool, size_t pages, bool meta);
 void zpool__pages_free(struct zpool *pool, void *mem, size_t pages, bool meta);

@@ -6,24 +6,33 @@
  */
 #include "internal.h"
 
+void zpool__account(struct zpool *pool, long pages, bool meta)
+{
+	uint64_t total = atomic_fetch_add(&pool->pages_total, (uint64_t)pages) + (uint64_t)pages;
+	uint64_t used = total * ZP_PAGE_SIZE;
+	uint64_t max = atomic_load(&pool->mem_used_max);
+
+	if (meta)
+		atomic_fetch_add(&pool->meta_pages, (uint64_t)pages);
+	while (pages > 0 && used > max &&
+	       !atomic_compare_exchange_weak(&pool->mem_used_max, &max, used))
+		;
+}
+
 void *zpool__pages_alloc(struct zpool *pool, size_t pages, bool meta)
 {
 	void *p = pool->src.alloc(pool->src.ctx, pages * ZP_PAGE_SIZE);
 
-	if (p && meta) {
-		atomic_fetch_add(&pool->pages_total, pages);
-		atomic_fetch_add(&pool->meta_pages, pages);
-	}
+	if (p && meta)
+		zpool__account(pool, (long)pages, true);
 	return p;
 }
 
 void zpool__pages_free(struct zpool *pool, void *mem, size_t pages, bool meta)
 {
 	pool->src.free(pool->src.ctx, mem, pages * ZP_PAGE_SIZE);
-	if (meta) {
-		atomic_fetch_sub(&pool->pages_total, pages);
-		atomic_fetch_sub(&pool->meta_pages, pages);
-	}
+	if (meta)
+		zpool__account(pool, -(long)pages, true);
 }
 
 #define DIR_PER_PAGE (ZP_PAGE_SIZE / sizeof(void *))

@@ -12,16 +12,6 @@ static uint64_t mem_used(struct zpool *pool)
 	return atomic_load(&pool->pages_total) * ZP_PAGE_SIZE;
 }
 
-static void note_mem_used(struct zpool *pool)
-{
-	uint64_t used = mem_used(pool);
-	uint64_t max = atomic_load(&pool->mem_used_max);
-
-	while (used > max &&
-	       !atomic_compare_exchange_weak(&pool->mem_used_max, &max, used))
-		;
-}
-
 static uint32_t checksum(const void *p, size_t len)
 {
 	return (uint32_t)XXH3_64bits(p, len);
@@ -128,8 +118,7 @@ struct zpool *zpool_create(const struct zpool_config *cfg)
 	pool->flags = c.flags;
 	pool->comp = comp;
 	pool->level = level;
-	atomic_store(&pool->pages_total, self / ZP_PAGE_SIZE);
-	atomic_store(&pool->meta_pages, self / ZP_PAGE_SIZE);
+	zpool__account(pool, (long)(self / ZP_PAGE_SIZE), true);
 	atomic_store(&pool->mem_limit, c.mem_limit);
 	if (zpool__table_init(&pool->handles) ||
 	    zpool__table_init(&pool->zspages) ||
@@ -139,7 +128,6 @@ struct zpool *zpool_create(const struct zpool_config *cfg)
 		errno = ENOMEM;
 		return NULL;
 	}
-	note_mem_used(pool);
 	return pool;
 }
 
@@ -233,7 +221,6 @@ int zpool_store(struct zpool *pool, const void *page, zpool_handle_t *handle)
 		atomic_fetch_add(&pool->huge_pages, 1);
 		atomic_fetch_add(&pool->huge_since, 1);
 	}
-	note_mem_used(pool);
 	*handle = h;
 	return 0;
 nomem:

@@ -215,7 +215,7 @@ static void desc_free(struct zpool *pool, struct zspage *z)
 
 static void count_pages(struct zpool *pool, struct size_class *c, long delta)
 {
-	atomic_fetch_add(&pool->pages_total, (uint64_t)delta);
+	zpool__account(pool, delta, false);
 	c->pages_used += (uint64_t)delta;
 }
 

@@ -1,0 +1,464 @@
+// SPDX-License-Identifier: MIT
+/* libzpool: round trips, page semantics, limits, checksums, failures. */
+#include <libbvec/zpool.h>
+
+#include "../../src/zpool/internal.h"
+#include "pages.h"
+
+static struct zpool *new_pool(const char *comp, unsigned int flags,
+			      const struct zpool_page_source *src)
+{
+	struct zpool_config cfg = ZPOOL_CONFIG_INIT;
+	struct zpool *pool;
+
+	cfg.compressor = comp;
+	cfg.flags = flags;
+	cfg.page_source = src;
+	pool = zpool_create(&cfg);
+	ck_assert_ptr_nonnull(pool);
+	return pool;
+}
+
+static void round_trip(struct zpool *pool, const unsigned char *in)
+{
+	unsigned char out[PG];
+	zpool_handle_t h = 0;
+
+	ck_assert_int_eq(zpool_store(pool, in, &h), 0);
+	ck_assert_uint_ne(h, 0);
+	memset(out, 0xa5, PG);
+	ck_assert_int_eq(zpool_load(pool, h, out), 0);
+	ck_assert_mem_eq(out, in, PG);
+	zpool_free(pool, h);
+}
+
+/* Every kind of page, with each compressor that is built. */
+START_TEST(test_round_trip_kinds)
+{
+	static const char *const comps[] = { "lz4", "lz4hc", "zstd" };
+	unsigned char page[PG];
+	unsigned int k, s, c;
+
+	for (c = 0; c < 3; c++) {
+		struct zpool *pool;
+		struct zpool_stats st;
+
+		if (!zpool_has_compressor(comps[c]))
+			continue;
+		pool = new_pool(comps[c], ZPOOL_F_CHECKSUM, NULL);
+		ck_assert_str_eq(zpool_compressor(pool), comps[c]);
+		for (k = 0; k < PAGE_KINDS; k++)
+			for (s = 0; s < 20; s++) {
+				make_page(page, (enum page_kind)k, s, s * 200);
+				round_trip(pool, page);
+			}
+		zpool_stats(pool, &st);
+		ck_assert_uint_eq(st.orig_data_size, 0);
+		ck_assert_uint_eq(st.compr_data_size, 0);
+		ck_assert_uint_eq(st.huge_pages, 0);
+		ck_assert_uint_gt(st.huge_pages_since, 0);
+		zpool_destroy(pool);
+	}
+}
+END_TEST
+
+/* Compressed sizes across every class up to and past the huge boundary. */
+START_TEST(test_every_class_boundary)
+{
+	struct zpool *pool = new_pool(NULL, _i ? ZPOOL_F_CHECKSUM : 0, NULL);
+	unsigned char page[PG], out[PG];
+	size_t huge = zpool_huge_class_size(pool), last = 0;
+	zpool_handle_t *h = calloc(PG + 1, sizeof(*h));
+	unsigned int n, stored = 0, raw = 0;
+	struct zpool_stats st;
+
+	ck_assert_uint_gt(huge, PG / 2);
+	ck_assert_uint_lt(huge, PG);
+	for (n = 0; n <= PG; n++) {
+		size_t sz;
+
+		make_page(page, PAGE_SIZED, n, n);
+		ck_assert_int_eq(zpool_store(pool, page, &h[n]), 0);
+		sz = zpool_obj_size(pool, h[n]);
+		ck_assert_uint_gt(sz, 0);
+		if (sz == PG)
+			raw++;
+		else
+			ck_assert_uint_le(sz, huge);
+		if (sz != PG && sz > last)
+			last = sz;
+		stored++;
+	}
+	/* The sizes really did reach the last non-huge class. */
+	ck_assert_uint_gt(last + 64, huge);
+	ck_assert_uint_gt(raw, 0);
+	zpool_stats(pool, &st);
+	ck_assert_uint_eq(st.orig_data_size, (uint64_t)stored * PG);
+	ck_assert_uint_eq(st.huge_pages, raw);
+	for (n = 0; n <= PG; n++) {
+		make_page(page, PAGE_SIZED, n, n);
+		ck_assert_int_eq(zpool_load(pool, h[n], out), 0);
+		ck_assert_mem_eq(out, page, PG);
+	}
+	zpool_destroy(pool);
+	free(h);
+}
+END_TEST
+
+START_TEST(test_same_filled_pages)
+{
+	struct zpool *pool = new_pool(NULL, 0, NULL);
+	unsigned char page[PG], out[PG];
+	struct zpool_stats before, after;
+	zpool_handle_t h[2];
+
+	zpool_stats(pool, &before);
+	make_page(page, PAGE_ZERO, 0, 0);
+	ck_assert_int_eq(zpool_store(pool, page, &h[0]), 0);
+	make_page(page, PAGE_SAME, 7, 0);
+	ck_assert_int_eq(zpool_store(pool, page, &h[1]), 0);
+	zpool_stats(pool, &after);
+	ck_assert_uint_eq(after.same_pages, 2);
+	ck_assert_uint_eq(after.compr_data_size, 0);
+	ck_assert_uint_eq(after.orig_data_size, 2 * PG);
+	ck_assert_uint_eq(zpool_obj_size(pool, h[1]), 0);
+	/* No zspage was allocated for them. */
+	ck_assert_uint_eq(after.mem_used_total - after.metadata_bytes,
+			  before.mem_used_total - before.metadata_bytes);
+	ck_assert_int_eq(zpool_load(pool, h[1], out), 0);
+	ck_assert_mem_eq(out, page, PG);
+	ck_assert_int_eq(zpool_load(pool, h[0], out), 0);
+	make_page(page, PAGE_ZERO, 0, 0);
+	ck_assert_mem_eq(out, page, PG);
+	zpool_free(pool, h[0]);
+	zpool_free(pool, h[1]);
+	zpool_stats(pool, &after);
+	ck_assert_uint_eq(after.same_pages, 0);
+	zpool_destroy(pool);
+}
+END_TEST
+
+START_TEST(test_invalid_calls)
+{
+	struct zpool_config cfg = ZPOOL_CONFIG_INIT;
+	struct zpool *pool = new_pool(NULL, 0, NULL);
+	unsigned char page[PG];
+	zpool_handle_t h;
+
+	ck_assert_int_eq(zpool_store(NULL, page, &h), -EINVAL);
+	ck_assert_int_eq(zpool_store(pool, NULL, &h), -EINVAL);
+	ck_assert_int_eq(zpool_store(pool, page, NULL), -EINVAL);
+	ck_assert_int_eq(zpool_load(pool, 0, page), -EINVAL);
+	ck_assert_int_eq(zpool_load(pool, 12345, page), -EINVAL);
+	ck_assert_int_eq(zpool_load(pool, ~0ul, page), -EINVAL);
+	make_page(page, PAGE_TEXT, 1, 0);
+	ck_assert_int_eq(zpool_store(pool, page, &h), 0);
+	zpool_free(pool, h);
+	ck_assert_int_eq(zpool_load(pool, h, page), -EINVAL); /* freed */
+	zpool_free(pool, h);				       /* double free: ignored */
+	zpool_free(pool, 0);
+	zpool_free(NULL, 1);
+	zpool_destroy(pool);
+	zpool_destroy(NULL);
+
+	cfg.compressor = "lzo";
+	errno = 0;
+	ck_assert_ptr_null(zpool_create(&cfg));
+	ck_assert_int_eq(errno, EINVAL);
+	cfg.compressor = "lz4";
+	cfg.max_pages_per_zspage = 17;
+	ck_assert_ptr_null(zpool_create(&cfg));
+	cfg.max_pages_per_zspage = 0;
+	cfg.flags = 0x80;
+	ck_assert_ptr_null(zpool_create(&cfg));
+	cfg.flags = 0;
+	cfg.level = 13;
+	cfg.compressor = "lz4hc";
+	ck_assert_ptr_null(zpool_create(&cfg));
+	cfg.level = 0;
+	cfg.size = sizeof(cfg) + 8;
+	ck_assert_ptr_null(zpool_create(&cfg));
+	/* An older, shorter config is accepted; missing fields are defaults. */
+	cfg.size = offsetof(struct zpool_config, mem_limit);
+	pool = zpool_create(&cfg);
+	ck_assert_ptr_nonnull(pool);
+	zpool_destroy(pool);
+	ck_assert(!zpool_has_compressor("lzo"));
+	ck_assert(!zpool_has_compressor(NULL));
+}
+END_TEST
+
+/* A full mem_limit fails the store and keeps everything else intact. */
+START_TEST(test_mem_limit)
+{
+	struct zpool *pool = new_pool(NULL, 0, NULL);
+	unsigned char page[PG], out[PG];
+	zpool_handle_t h[4096];
+	struct zpool_stats st, st2;
+	unsigned int n = 0, i;
+	int ret = 0;
+
+	zpool_stats(pool, &st);
+	zpool_set_mem_limit(pool, st.mem_used_total + 64 * PG);
+	while (n < 4096) {
+		make_page(page, (enum page_kind)(PAGE_TEXT + n % 3), n, 0);
+		ret = zpool_store(pool, page, &h[n]);
+		if (ret)
+			break;
+		n++;
+	}
+	ck_assert_int_eq(ret, -ENOMEM);
+	ck_assert_uint_gt(n, 20);
+	zpool_stats(pool, &st);
+	ck_assert_uint_le(st.mem_used_total, st.mem_limit);
+	ck_assert_uint_eq(st.orig_data_size, (uint64_t)n * PG);
+	/* Fails again, changes nothing. */
+	make_page(page, PAGE_RANDOM, 999, 0);
+	ck_assert_int_eq(zpool_store(pool, page, &h[n]), -ENOMEM);
+	zpool_stats(pool, &st2);
+	ck_assert_uint_eq(st2.orig_data_size, st.orig_data_size);
+	ck_assert_uint_eq(st2.compr_data_size, st.compr_data_size);
+	for (i = 0; i < n; i++) {
+		make_page(page, (enum page_kind)(PAGE_TEXT + i % 3), i, 0);
+		ck_assert_int_eq(zpool_load(pool, h[i], out), 0);
+		ck_assert_mem_eq(out, page, PG);
+	}
+	/* The limit can change at run time. */
+	zpool_set_mem_limit(pool, 0);
+	make_page(page, PAGE_RANDOM, 999, 0);
+	ck_assert_int_eq(zpool_store(pool, page, &h[n]), 0);
+	zpool_stats(pool, &st);
+	ck_assert_uint_eq(st.mem_limit, 0);
+	ck_assert_uint_ge(st.mem_used_max, st.mem_used_total);
+	zpool_destroy(pool);
+}
+END_TEST
+
+/* A corrupted object gives -EIO and never wrong bytes. */
+START_TEST(test_checksum_detects_corruption)
+{
+	struct zpool *pool = new_pool(NULL, ZPOOL_F_CHECKSUM, NULL);
+	unsigned char page[PG], out[PG], sentinel[PG];
+	zpool_handle_t text, raw;
+
+	make_page(page, PAGE_TEXT, 3, 0);
+	ck_assert_int_eq(zpool_store(pool, page, &text), 0);
+	make_page(page, PAGE_RANDOM, 3, 0);
+	ck_assert_int_eq(zpool_store(pool, page, &raw), 0);
+	ck_assert_uint_eq(zpool_obj_size(pool, raw), PG);
+
+	ck_assert_int_eq(zpool__corrupt(pool, text, 10), 0);
+	ck_assert_int_eq(zpool__corrupt(pool, raw, PG - 1), 0);
+	memset(sentinel, 0x5c, PG);
+	memcpy(out, sentinel, PG);
+	ck_assert_int_eq(zpool_load(pool, text, out), -EIO);
+	ck_assert_mem_eq(out, sentinel, PG);
+	ck_assert_int_eq(zpool_load(pool, raw, out), -EIO);
+	ck_assert_mem_eq(out, sentinel, PG);
+	ck_assert_int_eq(zpool__corrupt(pool, text, 100000), -EINVAL);
+	zpool_destroy(pool);
+}
+END_TEST
+
+/* Without checksums the decoder still refuses a broken stream. */
+START_TEST(test_corrupt_without_checksum)
+{
+	struct zpool *pool = new_pool(NULL, 0, NULL);
+	unsigned char page[PG], out[PG];
+	zpool_handle_t h;
+	size_t len;
+
+	make_page(page, PAGE_TEXT, 5, 0);
+	ck_assert_int_eq(zpool_store(pool, page, &h), 0);
+	len = zpool_obj_size(pool, h);
+	/* lz4's first token: a wrong literal length derails the stream. */
+	ck_assert_int_eq(zpool__corrupt(pool, h, 0), 0);
+	ck_assert_int_eq(zpool__corrupt(pool, h, len - 1), 0);
+	ck_assert_int_ne(zpool_load(pool, h, out) == 0 && !memcmp(out, page, PG), 1);
+	zpool_destroy(pool);
+}
+END_TEST
+
+/* A page source over an arena that fails every Nth allocation. */
+struct failing_source {
+	struct zpool_page_source arena_src;
+	struct zpool_arena arena;
+	long calls, fail_every, outstanding;
+};
+
+static void *failing_alloc(void *ctx, size_t bytes)
+{
+	struct failing_source *f = ctx;
+	void *p;
+
+	if (f->fail_every && ++f->calls % f->fail_every == 0)
+		return NULL;
+	p = f->arena_src.alloc(f->arena_src.ctx, bytes);
+	if (p)
+		f->outstanding += (long)(bytes / PG);
+	return p;
+}
+
+static void failing_free(void *ctx, void *mem, size_t bytes)
+{
+	struct failing_source *f = ctx;
+
+	f->outstanding -= (long)(bytes / PG);
+	f->arena_src.free(f->arena_src.ctx, mem, bytes);
+}
+
+START_TEST(test_page_source_failures)
+{
+	size_t arena_bytes = 2048 * PG;
+	unsigned char *mem = malloc(arena_bytes);
+	unsigned char page[PG], out[PG];
+	struct failing_source f;
+	struct zpool_page_source src = { failing_alloc, failing_free, &f, false };
+	long every;
+
+	ck_assert_ptr_nonnull(mem);
+	for (every = 3; every <= 11; every += 2) {
+		struct zpool_config cfg = ZPOOL_CONFIG_INIT;
+		zpool_handle_t h[600];
+		bool live[600];
+		struct zpool *pool = NULL;
+		unsigned int i, failures = 0;
+
+		memset(&f, 0, sizeof(f));
+		ck_assert_int_eq(zpool_arena_init(&f.arena, mem, arena_bytes, &f.arena_src), 0);
+		cfg.page_source = &src;
+		cfg.flags = ZPOOL_F_CHECKSUM;
+		while (!pool) { /* creation itself may fail, cleanly */
+			f.fail_every = every;
+			pool = zpool_create(&cfg);
+			if (!pool) {
+				ck_assert_int_eq(errno, ENOMEM);
+				ck_assert_int_eq(f.outstanding, 0);
+			}
+		}
+		for (i = 0; i < 600; i++) {
+			int ret;
+
+			make_page(page, (enum page_kind)(PAGE_TEXT + i % 4), i, 0);
+			ret = zpool_store(pool, page, &h[i]);
+			live[i] = ret == 0;
+			if (ret) {
+				ck_assert_int_eq(ret, -ENOMEM);
+				failures++;
+			}
+			if (i % 5 == 4 && live[i - 2]) {
+				zpool_free(pool, h[i - 2]);
+				live[i - 2] = false;
+			}
+		}
+		ck_assert_uint_gt(failures, 0);
+		zpool_compact(pool);
+		for (i = 0; i < 600; i++) {
+			if (!live[i])
+				continue;
+			make_page(page, (enum page_kind)(PAGE_TEXT + i % 4), i, 0);
+			ck_assert_int_eq(zpool_load(pool, h[i], out), 0);
+			ck_assert_mem_eq(out, page, PG);
+		}
+		zpool_destroy(pool);
+		ck_assert_int_eq(f.outstanding, 0);
+	}
+	free(mem);
+}
+END_TEST
+
+START_TEST(test_arena_source)
+{
+	size_t bytes = 512 * PG + 123;
+	unsigned char *mem = malloc(bytes);
+	struct zpool_page_source src;
+	struct zpool_arena arena;
+	struct zpool_config cfg = ZPOOL_CONFIG_INIT;
+	unsigned char page[PG], out[PG];
+	zpool_handle_t h[300];
+	struct zpool *pool;
+	unsigned int i, n = 0;
+
+	ck_assert_int_eq(zpool_arena_init(&arena, mem, 8 * PG, &src), -EINVAL);
+	ck_assert_int_eq(zpool_arena_init(&arena, mem + 1, bytes - 1, &src), 0);
+	ck_assert_uint_eq((uintptr_t)arena.base % PG, 0);
+	cfg.page_source = &src;
+	pool = zpool_create(&cfg);
+	ck_assert_ptr_nonnull(pool);
+	for (i = 0; i < 300; i++) {
+		make_page(page, (enum page_kind)(PAGE_TEXT + i % 3), i, 0);
+		if (zpool_store(pool, page, &h[i]))
+			break;
+		n++;
+	}
+	ck_assert_uint_gt(n, 100);
+	for (i = 0; i < n; i++) {
+		make_page(page, (enum page_kind)(PAGE_TEXT + i % 3), i, 0);
+		ck_assert_int_eq(zpool_load(pool, h[i], out), 0);
+		ck_assert_mem_eq(out, page, PG);
+	}
+	zpool_destroy(pool);
+	free(mem);
+}
+END_TEST
+
+START_TEST(test_compaction_gives_pages_back)
+{
+	struct zpool *pool = new_pool(NULL, 0, NULL);
+	unsigned int n = test_scale(6000), i;
+	zpool_handle_t *h = calloc(n, sizeof(*h));
+	unsigned char page[PG], out[PG];
+	struct zpool_stats full, sparse, compacted;
+	struct zpool_class_stats cs[ZP_NR_CLASSES];
+	uint64_t objs = 0;
+	size_t k;
+
+	for (i = 0; i < n; i++) {
+		make_page(page, (enum page_kind)(PAGE_TEXT + i % 2), i, 0);
+		ck_assert_int_eq(zpool_store(pool, page, &h[i]), 0);
+	}
+	zpool_stats(pool, &full);
+	k = zpool_class_stats(pool, cs, ZP_NR_CLASSES);
+	for (i = 0; i < k; i++)
+		objs += cs[i].objs_used;
+	ck_assert_uint_eq(objs, full.objects - full.same_pages);
+	for (i = 0; i < n; i++)
+		if (i % 3) {
+			zpool_free(pool, h[i]);
+			h[i] = 0;
+		}
+	zpool_stats(pool, &sparse);
+	ck_assert_uint_gt(zpool_compact(pool), 0);
+	zpool_stats(pool, &compacted);
+	ck_assert_uint_lt(compacted.mem_used_total, sparse.mem_used_total);
+	ck_assert_uint_gt(compacted.pages_compacted, 0);
+	ck_assert_uint_eq(compacted.orig_data_size, sparse.orig_data_size);
+	for (i = 0; i < n; i += 3) {
+		make_page(page, (enum page_kind)(PAGE_TEXT + i % 2), i, 0);
+		ck_assert_int_eq(zpool_load(pool, h[i], out), 0);
+		ck_assert_mem_eq(out, page, PG);
+	}
+	zpool_destroy(pool);
+	free(h);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("zpool");
+	TCase *tc = tcase_create("store");
+
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_round_trip_kinds);
+	tcase_add_loop_test(tc, test_every_class_boundary, 0, 2);
+	tcase_add_test(tc, test_same_filled_pages);
+	tcase_add_test(tc, test_invalid_calls);
+	tcase_add_test(tc, test_mem_limit);
+	tcase_add_test(tc, test_checksum_detects_corruption);
+	tcase_add_test(tc, test_corrupt_without_checksum);
+	tcase_add_test(tc, test_page_source_failures);
+	tcase_add_test(tc, test_arena_source);
+	tcase_add_test(tc, test_compaction_gives_pages_back);
+	suite_add_tcase(s, tc);
+	return test_run(s);
+}
