@@ -43,6 +43,9 @@ typedef unsigned long zpool_handle_t;
  * @alloc: return @bytes (a multiple of BVEC_PAGE_SIZE) of memory aligned to
  *	BVEC_PAGE_SIZE, or NULL
  * @free: give back memory from @alloc, with the same @bytes
+ * @discard: optional, for lazy sources: the pages [@mem, @mem + @bytes)
+ *	inside an allocated run are no longer needed and cost nothing until
+ *	written again (madvise(MADV_DONTNEED)); lets compaction trim zspages
  * @ctx: passed to each call
  * @lazy: true if memory costs nothing until it is first written (demand
  *	paging); the pool then counts only pages it has touched
@@ -53,6 +56,7 @@ typedef unsigned long zpool_handle_t;
 struct zpool_page_source {
 	void *(*alloc)(void *ctx, size_t bytes);
 	void (*free)(void *ctx, void *mem, size_t bytes);
+	void (*discard)(void *ctx, void *mem, size_t bytes);
 	void *ctx;
 	bool lazy;
 };

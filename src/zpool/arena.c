@@ -85,6 +85,7 @@ int zpool_arena_init(struct zpool_arena *arena, void *mem, size_t bytes,
 	atomic_init(&arena->lock, 0);
 	source->alloc = arena_alloc;
 	source->free = arena_free;
+	source->discard = NULL;
 	source->ctx = arena;
 	source->lazy = false;
 	return 0;

@@ -95,8 +95,11 @@ struct zspage {
 	uint8_t fullness;
 	uint8_t pages_touched;
 	uint32_t huge_csum;	    /* checksum of the one object of a huge zspage */
-	uint8_t compacting;	    /* being emptied by zpool_compact() */
+	uint8_t compacting;	    /* ZP_EVACUATE or ZP_TRIM during compaction */
+	uint16_t trim_target;	    /* ZP_TRIM: slots that will remain */
 };
+
+enum { ZP_EVACUATE = 1, ZP_TRIM = 2 };
 
 #define ZP_NO_SLOT 0xffffu
 #define ZP_FULLNESS_GROUPS 12 /* 0 empty, 1..10 by tenths in use, 11 full */

@@ -167,6 +167,12 @@ out:
 	return p;
 }
 
+static void mmap_discard(void *ctx, void *mem, size_t bytes)
+{
+	(void)ctx;
+	madvise(mem, bytes, MADV_DONTNEED);
+}
+
 static void mmap_free(void *ctx, void *mem, size_t bytes)
 {
 	struct mmap_source *ms = ctx;
@@ -193,6 +199,7 @@ int zp_mmap_source_new(struct zpool_page_source *src)
 	}
 	src->alloc = mmap_alloc;
 	src->free = mmap_free;
+	src->discard = mmap_discard;
 	src->ctx = ms;
 	src->lazy = true;
 	return 0;

@@ -12,6 +12,9 @@
  *   counted; a class's partly filled zspage costs at most one partial page.
  * - Objects carry no header.  Compaction finds the handles of the objects it
  *   moves by scanning the handle table for the class it holds locked.
+ * - Compaction also trims: in a zspage with holes, objects above the holes
+ *   move down into them and the pages past the last object are discarded,
+ *   so freed space is returned without emptying whole zspages.
  */
 #include "internal.h"
 
@@ -340,6 +343,99 @@ void zpool__obj_free(struct zpool *pool, struct size_class *c,
 		fix_fullness(c, z);
 }
 
+static void move_obj(struct size_class *c, _Atomic(uint64_t) *slotp, uint64_t e,
+		     struct zspage *to, unsigned int new_slot, unsigned char *dst,
+		     const unsigned char *src)
+{
+	memcpy(dst, src, c->size);
+	atomic_store_explicit(slotp, zp_entry_obj(c->index, new_slot, zp_entry_len(e), to->id),
+			      memory_order_release);
+}
+
+static unsigned int pages_for(const struct size_class *c, unsigned int slots)
+{
+	return (unsigned int)(((size_t)slots * c->size + ZP_PAGE_SIZE - 1) / ZP_PAGE_SIZE);
+}
+
+/*
+ * Trimming, under the class write lock: in each zspage where packing the
+ * objects into the lowest slots would free a page, keep only holes below
+ * the object count on the free list, move the objects above it down into
+ * those holes (one scan of the handle table), and discard the pages past
+ * the new end.  Needs a source that can discard part of a run.
+ */
+static size_t trim_class(struct zpool *pool, struct size_class *c)
+{
+	uint32_t idx, end;
+	size_t freed = 0;
+	bool any = false;
+	struct zspage *z;
+	unsigned int g;
+
+	if (!pool->src.lazy || !pool->src.discard)
+		return 0;
+	for (g = 1; g < ZP_FULLNESS_GROUPS - 1; g++)
+		for (z = c->fullness[g]; z; z = z->next) {
+			uint16_t s = z->free_head, kept = ZP_NO_SLOT;
+
+			if (pages_for(c, z->inuse) >= z->pages_touched)
+				continue;
+			while (s != ZP_NO_SLOT) {
+				unsigned char *p = zpool__obj_addr(c, z, s);
+				uint16_t next;
+
+				memcpy(&next, p, sizeof(next));
+				if (s < z->inuse) {
+					memcpy(p, &kept, sizeof(kept));
+					kept = s;
+				}
+				s = next;
+			}
+			z->free_head = kept;
+			z->trim_target = z->inuse;
+			z->compacting = ZP_TRIM;
+			any = true;
+		}
+	if (!any)
+		return 0;
+	end = atomic_load_explicit(&pool->handles.next_unused, memory_order_acquire);
+	for (idx = 1; idx < end; idx++) {
+		_Atomic(uint64_t) *slotp = zpool__table_slot(&pool->handles, idx);
+		uint64_t e = atomic_load_explicit(slotp, memory_order_acquire);
+		unsigned int slot, hole;
+		uint16_t next;
+
+		if (zp_entry_tag(e) != ZP_TAG_OBJ || zp_entry_class(e) != c->index)
+			continue;
+		z = zpool__zspage(pool, zp_entry_zspage(e));
+		slot = zp_entry_slot(e);
+		if (z->compacting != ZP_TRIM || slot < z->trim_target)
+			continue;
+		hole = z->free_head;
+		memcpy(&next, zpool__obj_addr(c, z, hole), sizeof(next));
+		z->free_head = next;
+		move_obj(c, slotp, e, z, hole, zpool__obj_addr(c, z, hole),
+			 zpool__obj_addr(c, z, slot));
+	}
+	for (g = 1; g < ZP_FULLNESS_GROUPS - 1; g++)
+		for (z = c->fullness[g]; z; z = z->next) {
+			unsigned int keep;
+
+			if (z->compacting != ZP_TRIM)
+				continue;
+			keep = pages_for(c, z->trim_target);
+			z->compacting = 0;
+			z->bump = z->trim_target;
+			z->free_head = ZP_NO_SLOT;
+			pool->src.discard(pool->src.ctx, z->mem + keep * ZP_PAGE_SIZE,
+					  (z->pages_touched - keep) * ZP_PAGE_SIZE);
+			freed += z->pages_touched - keep;
+			count_pages(pool, c, -(long)(z->pages_touched - keep));
+			z->pages_touched = (uint8_t)keep;
+		}
+	return freed;
+}
+
 /*
  * Compaction of one class, under its write lock.  Sources are taken from
  * the emptiest zspages while the rest can absorb their objects; they leave
@@ -354,8 +450,10 @@ static size_t compact_class(struct zpool *pool, struct size_class *c)
 	size_t freed = 0;
 	unsigned int g;
 
-	if (c->huge || free_slots < c->objs_per_zspage)
+	if (c->huge)
 		return 0;
+	if (free_slots < c->objs_per_zspage)
+		goto trim;
 	for (g = 1; g < ZP_FULLNESS_GROUPS - 1; g++) {
 		for (z = c->fullness[g]; z; z = next) {
 			uint64_t own_free = c->objs_per_zspage - z->inuse;
@@ -366,14 +464,14 @@ static size_t compact_class(struct zpool *pool, struct size_class *c)
 				goto chosen;
 			free_slots -= own_free + z->inuse;
 			list_del(c, z);
-			z->compacting = 1;
+			z->compacting = ZP_EVACUATE;
 			z->next = sources;
 			sources = z;
 		}
 	}
 chosen:
 	if (!sources)
-		return 0;
+		goto trim;
 	end = atomic_load_explicit(&pool->handles.next_unused, memory_order_acquire);
 	for (idx = 1; idx < end; idx++) {
 		_Atomic(uint64_t) *slotp = zpool__table_slot(&pool->handles, idx);
@@ -385,17 +483,14 @@ chosen:
 		if (zp_entry_tag(e) != ZP_TAG_OBJ || zp_entry_class(e) != c->index)
 			continue;
 		from = zpool__zspage(pool, zp_entry_zspage(e));
-		if (!from->compacting)
+		if (from->compacting != ZP_EVACUATE)
 			continue;
 		to = fullest_with_room(c);
 		if (!to)
 			break;
 		slot = zp_entry_slot(e);
 		dst = take_slot(pool, c, to, &new_slot);
-		memcpy(dst, zpool__obj_addr(c, from, slot), c->size);
-		atomic_store_explicit(slotp, zp_entry_obj(c->index, new_slot, zp_entry_len(e),
-							  to->id),
-				      memory_order_release);
+		move_obj(c, slotp, e, to, new_slot, dst, zpool__obj_addr(c, from, slot));
 		zpool__obj_free(pool, c, from, slot);
 	}
 	for (z = sources; z; z = next) {
@@ -409,7 +504,8 @@ chosen:
 			list_add(c, z, fullness_of(c, z));
 		}
 	}
-	return freed;
+trim:
+	return freed + trim_class(pool, c);
 }
 
 size_t zpool__compact(struct zpool *pool)

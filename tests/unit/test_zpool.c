@@ -313,7 +313,7 @@ START_TEST(test_page_source_failures)
 	unsigned char *mem = malloc(arena_bytes);
 	unsigned char page[PG], out[PG];
 	struct failing_source f;
-	struct zpool_page_source src = { failing_alloc, failing_free, &f, false };
+	struct zpool_page_source src = { failing_alloc, failing_free, NULL, &f, false };
 	long every;
 
 	ck_assert_ptr_nonnull(mem);
