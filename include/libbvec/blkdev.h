@@ -87,6 +87,7 @@ struct block_device_operations {
  * @capacity: size in sectors; see set_capacity()
  * @disk_name: name for messages
  * @bio_split: bio_set that bio_split_to_limits() takes front parts from
+ * @nr_eod: bios submit_bio() refused because they went past the end
  * @bdev: storage for @part0
  */
 struct gendisk {
@@ -97,6 +98,7 @@ struct gendisk {
 	sector_t capacity;
 	char disk_name[32];
 	struct bio_set bio_split;
+	BVEC_ATOMIC(uint64_t) nr_eod;
 	struct block_device bdev;
 };
 

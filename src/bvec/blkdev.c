@@ -108,8 +108,12 @@ void submit_bio_noacct(struct bio *bio)
 	struct gendisk *disk;
 
 	if (!bio->bi_bdev || !bio->bi_bdev->bd_disk ||
-	    !bio->bi_bdev->bd_disk->fops ||
-	    !bio->bi_bdev->bd_disk->fops->submit_bio || bio_beyond_eod(bio)) {
+	    !bio->bi_bdev->bd_disk->fops || !bio->bi_bdev->bd_disk->fops->submit_bio) {
+		bio_io_error(bio);
+		return;
+	}
+	if (bio_beyond_eod(bio)) {
+		atomic_fetch_add(&bio->bi_bdev->bd_disk->nr_eod, 1);
 		bio_io_error(bio);
 		return;
 	}

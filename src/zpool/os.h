@@ -34,9 +34,16 @@ void zp_rw_unlock(struct zp_rwlock *l);
 /* This thread's context pointer; @dtor runs on it when the thread exits. */
 void *zp_thread_ctx(void *(*create)(void), void (*dtor)(void *));
 
-/* Plain heap memory for per-thread contexts. */
+/* Plain heap memory (per-thread contexts, zram's slot table). */
 void *zp_os_alloc(size_t size);
+void *zp_os_zalloc(size_t size);
 void zp_os_free(void *p);
+
+/* Monotonic seconds, for zram's access times. */
+unsigned long long zp_os_seconds(void);
+
+/* Let another thread run (spinning on a zram slot lock). */
+void zp_os_yield(void);
 
 /* The default page source: page-aligned mmap chunks, demand paged. */
 int zp_mmap_source_new(struct zpool_page_source *src);

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* POSIX edge of libzpool: pthreads, thread-local contexts, mmap. */
+#include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -56,9 +58,27 @@ void *zp_os_alloc(size_t size)
 	return malloc(size);
 }
 
+void *zp_os_zalloc(size_t size)
+{
+	return calloc(1, size);
+}
+
 void zp_os_free(void *p)
 {
 	free(p);
+}
+
+unsigned long long zp_os_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec;
+}
+
+void zp_os_yield(void)
+{
+	sched_yield();
 }
 
 /*
