@@ -284,6 +284,21 @@ BVEC_API int bvec_bio_to_iovec(const struct bio *bio, struct bvec_iter iter,
  */
 BVEC_API int bvec_bio_iovec_count(const struct bio *bio, struct bvec_iter iter);
 
+/**
+ * bvec_file_disk_create() - a disk over a file
+ * @fd: a file open for reading and writing; the disk does not close it
+ * @lim: limits, or NULL for a device that takes bios of any shape
+ *
+ * READ and WRITE become preadv()/pwritev() over the bio's own memory (no
+ * copy), FLUSH and REQ_PREFLUSH/REQ_FUA become fdatasync(), DISCARD punches
+ * a hole, WRITE_ZEROES zeroes the range (punching a hole where zeroing is
+ * not supported).  Bios complete before submit_bio() returns.  The capacity
+ * is the file's size at creation, in whole sectors.  Free with put_disk().
+ *
+ * Return: the disk, or NULL with errno EINVAL (bad @fd or limits) or ENOMEM.
+ */
+BVEC_API struct gendisk *bvec_file_disk_create(int fd, const struct queue_limits *lim);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT
+// cc -c stripe.c $(pkg-config --cflags libbvec)
+/* A RAID-0 driver: split at chunk boundaries, chain, remap, resubmit. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "stripe.h"
+
+struct stripe {
+	struct gendisk *disk;
+	struct gendisk *children[64];
+	unsigned int n;
+	unsigned int chunk_sectors;
+	struct bio_set bs;
+};
+
+/* Point a bio that lies inside one chunk at the child holding that chunk. */
+static void remap(struct stripe *s, struct bio *bio)
+{
+	sector_t sector = bio->bi_iter.bi_sector;
+	sector_t chunk = sector / s->chunk_sectors;
+
+	bio->bi_bdev = s->children[chunk % s->n]->part0;
+	bio->bi_iter.bi_sector = chunk / s->n * s->chunk_sectors + sector % s->chunk_sectors;
+}
+
+static void stripe_submit_bio(struct bio *bio)
+{
+	struct stripe *s = bio->bi_bdev->bd_disk->private_data;
+	unsigned int i;
+
+	if (bio_op(bio) == REQ_OP_FLUSH) {
+		/* Every child must flush; the original completes after all. */
+		for (i = 0; i < s->n; i++) {
+			struct bio *clone = bio_alloc_clone(s->children[i]->part0, bio,
+							    GFP_NOIO, &s->bs);
+
+			if (!clone) {
+				bio->bi_status = BLK_STS_RESOURCE;
+				break;
+			}
+			bio_chain(clone, bio);
+			submit_bio(clone);
+		}
+		bio_endio(bio);
+		return;
+	}
+	for (;;) {
+		unsigned int to_boundary = s->chunk_sectors -
+					   (unsigned int)(bio->bi_iter.bi_sector % s->chunk_sectors);
+		struct bio *split;
+
+		if (bio_sectors(bio) <= to_boundary)
+			break;
+		split = bio_split(bio, (int)to_boundary, GFP_NOIO, &s->bs);
+		if (!split) {
+			bio->bi_status = BLK_STS_RESOURCE;
+			bio_endio(bio);
+			return;
+		}
+		bio_chain(split, bio);
+		remap(s, split);
+		submit_bio(split); /* queued: we are inside submit_bio */
+	}
+	/* The last piece is the original itself, as md's raid0 does. */
+	remap(s, bio);
+	submit_bio(bio);
+}
+
+static const struct block_device_operations stripe_fops = {
+	.submit_bio = stripe_submit_bio,
+};
+
+struct stripe *stripe_create(struct gendisk *const *children, unsigned int n,
+			     unsigned int chunk_sectors)
+{
+	struct queue_limits lim = { 0 };
+	struct stripe *s;
+	sector_t min = UINT64_MAX;
+	unsigned int i;
+
+	if (!n || n > 64 || chunk_sectors < BVEC_PAGE_SIZE / 512 ||
+	    (chunk_sectors & (chunk_sectors - 1))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->n = n;
+	s->chunk_sectors = chunk_sectors;
+	for (i = 0; i < n; i++) {
+		s->children[i] = children[i];
+		if (get_capacity(children[i]) < min)
+			min = get_capacity(children[i]);
+	}
+	/* Splits must make progress when memory is short: keep a reserve. */
+	if (bioset_init(&s->bs, 4 * n, 0, 0)) {
+		free(s);
+		return NULL;
+	}
+	lim.max_sectors = BIO_MAX_SECTORS;
+	lim.max_segments = UINT32_MAX;
+	lim.max_segment_size = UINT32_MAX;
+	lim.seg_boundary_mask = UINT64_MAX;
+	lim.max_discard_sectors = BIO_MAX_SECTORS;
+	lim.max_write_zeroes_sectors = BIO_MAX_SECTORS;
+	s->disk = blk_alloc_disk(&lim, -1);
+	if (!s->disk) {
+		bioset_exit(&s->bs);
+		free(s);
+		return NULL;
+	}
+	s->disk->fops = &stripe_fops;
+	s->disk->private_data = s;
+	set_capacity(s->disk, min / chunk_sectors * chunk_sectors * n);
+	return s;
+}
+
+struct gendisk *stripe_disk(struct stripe *s)
+{
+	return s->disk;
+}
+
+void stripe_destroy(struct stripe *s)
+{
+	if (!s)
+		return;
+	put_disk(s->disk);
+	bioset_exit(&s->bs);
+	free(s);
+}

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A disk over a file descriptor: bios become preadv/pwritev through the
+ * iovec bridge, FLUSH becomes fdatasync, DISCARD punches a hole and
+ * WRITE_ZEROES zeroes a range.  Completion is synchronous.  This is the
+ * project's OS edge for files, so storage engines get a real backend and
+ * drivers can stack on files.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "os.h"
+
+#define IOV_BATCH 64
+
+struct file_disk {
+	int fd;
+};
+
+/* Transfer all of @iov, resuming after short transfers. */
+static int rw_all(int fd, struct iovec *iov, int cnt, off_t off, bool write)
+{
+	while (cnt) {
+		ssize_t n = write ? pwritev(fd, iov, cnt, off) : preadv(fd, iov, cnt, off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0) {
+			/* Reading past the end of a shorter file: zeroes, like a hole. */
+			if (write)
+				return -EIO;
+			while (cnt) {
+				memset(iov->iov_base, 0, iov->iov_len);
+				iov++;
+				cnt--;
+			}
+			return 0;
+		}
+		off += n;
+		while (cnt && (size_t)n >= iov->iov_len) {
+			n -= (ssize_t)iov->iov_len;
+			iov++;
+			cnt--;
+		}
+		if (cnt) {
+			iov->iov_base = (char *)iov->iov_base + n;
+			iov->iov_len -= (size_t)n;
+		}
+	}
+	return 0;
+}
+
+static int file_rw(struct file_disk *fdisk, struct bio *bio, bool write)
+{
+	struct iovec iov[IOV_BATCH];
+	off_t off = (off_t)(bio->bi_iter.bi_sector << BVEC_SECTOR_SHIFT), batch_off = off;
+	struct bvec_iter iter;
+	struct bio_vec bv;
+	int n = 0, ret;
+
+	bio_for_each_bvec(bv, bio, iter) {
+		if (n && (char *)iov[n - 1].iov_base + iov[n - 1].iov_len == (char *)bvec_virt(&bv)) {
+			iov[n - 1].iov_len += bv.bv_len;
+		} else {
+			if (n == IOV_BATCH) {
+				ret = rw_all(fdisk->fd, iov, n, batch_off, write);
+				if (ret)
+					return ret;
+				batch_off = off;
+				n = 0;
+			}
+			iov[n].iov_base = bvec_virt(&bv);
+			iov[n].iov_len = bv.bv_len;
+			n++;
+		}
+		off += bv.bv_len;
+	}
+	return n ? rw_all(fdisk->fd, iov, n, batch_off, write) : 0;
+}
+
+static int file_flush(struct file_disk *fdisk)
+{
+	return fdatasync(fdisk->fd) ? -errno : 0;
+}
+
+static int file_zero(struct file_disk *fdisk, struct bio *bio, bool discard)
+{
+	off_t off = (off_t)(bio->bi_iter.bi_sector << BVEC_SECTOR_SHIFT);
+	off_t len = bio->bi_iter.bi_size;
+
+	if (!discard && !fallocate(fdisk->fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
+				   off, len))
+		return 0;
+	return fallocate(fdisk->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, len) ?
+		       -errno : 0;
+}
+
+static void file_submit_bio(struct bio *bio)
+{
+	struct file_disk *fdisk = bio->bi_bdev->bd_disk->private_data;
+	int ret = 0;
+
+	if (bio->bi_opf & REQ_PREFLUSH)
+		ret = file_flush(fdisk);
+	switch (bio_op(bio)) {
+	case REQ_OP_READ:
+	case REQ_OP_WRITE:
+		if (!ret)
+			ret = file_rw(fdisk, bio, bio_op(bio) == REQ_OP_WRITE);
+		break;
+	case REQ_OP_FLUSH:
+		if (!(bio->bi_opf & REQ_PREFLUSH))
+			ret = file_flush(fdisk);
+		break;
+	case REQ_OP_DISCARD:
+	case REQ_OP_SECURE_ERASE:
+		ret = ret ? ret : file_zero(fdisk, bio, true);
+		break;
+	case REQ_OP_WRITE_ZEROES:
+		ret = ret ? ret : file_zero(fdisk, bio, false);
+		break;
+	default:
+		ret = -EOPNOTSUPP;
+	}
+	if (!ret && (bio->bi_opf & REQ_FUA))
+		ret = file_flush(fdisk);
+	if (ret)
+		bio->bi_status = errno_to_blk_status(ret);
+	bio_endio(bio);
+}
+
+static void file_free_disk(struct gendisk *disk)
+{
+	bvec__os_free(NULL, disk->private_data, sizeof(struct file_disk));
+}
+
+static const struct block_device_operations file_fops = {
+	.submit_bio = file_submit_bio,
+	.free_disk = file_free_disk,
+};
+
+struct gendisk *bvec_file_disk_create(int fd, const struct queue_limits *lim)
+{
+	struct file_disk *fdisk;
+	struct gendisk *disk;
+	struct queue_limits l;
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (lim) {
+		l = *lim;
+	} else {
+		memset(&l, 0, sizeof(l));
+		l.max_sectors = BIO_MAX_SECTORS;
+		l.max_segments = UINT32_MAX;
+		l.max_segment_size = UINT32_MAX;
+		l.seg_boundary_mask = UINT64_MAX;
+		l.max_discard_sectors = BIO_MAX_SECTORS;
+		l.max_write_zeroes_sectors = BIO_MAX_SECTORS;
+	}
+	fdisk = bvec__os_alloc(NULL, sizeof(*fdisk));
+	if (!fdisk) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	fdisk->fd = fd;
+	disk = blk_alloc_disk(&l, -1);
+	if (!disk) {
+		bvec__os_free(NULL, fdisk, sizeof(*fdisk));
+		return NULL;
+	}
+	disk->fops = &file_fops;
+	disk->private_data = fdisk;
+	strncpy(disk->disk_name, "file", sizeof(disk->disk_name) - 1);
+	set_capacity(disk, (sector_t)st.st_size >> BVEC_SECTOR_SHIFT);
+	return disk;
+}

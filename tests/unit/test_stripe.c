@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: MIT
+/* examples/stripe over zram devices and over files: split, chain, remap. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <libbvec/zram.h>
+
+#include "../../examples/stripe/stripe.h"
+#include "pages.h"
+
+#define CHUNK_SECTORS ((unsigned int)(2 * PG / 512))
+
+static int io(struct gendisk *disk, blk_opf_t op, uint64_t off, void *mem, unsigned int len)
+{
+	struct bio *bio = bio_alloc(disk->part0, 1, op, GFP_KERNEL);
+	int ret;
+
+	bio->bi_iter.bi_sector = off >> 9;
+	if (mem)
+		bio_add_virt(bio, mem, len);
+	else
+		bio->bi_iter.bi_size = len;
+	ret = submit_bio_wait(bio);
+	bio_put(bio);
+	return ret;
+}
+
+START_TEST(test_over_zram)
+{
+	struct zram_config cfg = ZRAM_CONFIG_INIT;
+	struct gendisk *children[4];
+	struct zram *z[4];
+	struct stripe *s;
+	uint64_t bytes;
+	unsigned char *model, *buf = malloc(8 * PG + 16), *got = malloc(8 * PG + 16);
+	struct rng rng = { 31337 };
+	unsigned int i, step;
+
+	cfg.disksize = 32 * PG;
+	for (i = 0; i < 4; i++) {
+		z[i] = zram_create(&cfg);
+		ck_assert_ptr_nonnull(z[i]);
+		children[i] = zram_disk(z[i]);
+	}
+	s = stripe_create(children, 4, CHUNK_SECTORS);
+	ck_assert_ptr_nonnull(s);
+	bytes = get_capacity(stripe_disk(s)) * 512;
+	ck_assert_uint_eq(bytes, 4 * 32 * PG);
+	model = calloc(1, bytes);
+	for (step = 0; step < test_scale(1500); step++) {
+		unsigned int sectors = rng_range(&rng, 1, (unsigned int)(8 * PG / 512));
+		uint64_t off = (uint64_t)rng_range(&rng, 0, (unsigned int)(bytes / 512) - sectors) * 512;
+		unsigned int len = sectors * 512, mis = rng_range(&rng, 0, 15), op = rng_range(&rng, 0, 4);
+
+		if (op < 2) {
+			for (i = 0; i < len; i++)
+				buf[mis + i] = (unsigned char)rng_next(&rng);
+			memcpy(model + off, buf + mis, len);
+			ck_assert_int_eq(io(stripe_disk(s), REQ_OP_WRITE, off, buf + mis, len), 0);
+		} else if (op < 4) {
+			ck_assert_int_eq(io(stripe_disk(s), REQ_OP_READ, off, got + mis, len), 0);
+			ck_assert_mem_eq(got + mis, model + off, len);
+		} else {
+			memset(model + off, 0, len);
+			ck_assert_int_eq(io(stripe_disk(s), REQ_OP_DISCARD, off, NULL, len), 0);
+		}
+	}
+	ck_assert_int_eq(io(stripe_disk(s), REQ_OP_FLUSH, 0, NULL, 0), 0);
+	for (i = 0; i < 4; i++) {
+		struct zram_mm_stat ms;
+
+		zram_mm_stat(z[i], &ms);
+		ck_assert_uint_gt(ms.orig_data_size, 0); /* every child got data */
+	}
+	/* Past the end of the stripe: refused, nothing reaches the children. */
+	ck_assert_int_eq(io(stripe_disk(s), REQ_OP_WRITE, bytes - 512, buf, 1024), -EIO);
+	stripe_destroy(s);
+	for (i = 0; i < 4; i++)
+		zram_destroy(z[i]);
+	free(model);
+	free(buf);
+	free(got);
+}
+END_TEST
+
+/* Over files: each chunk lands in the file and at the offset RAID-0 says. */
+START_TEST(test_over_files)
+{
+	const unsigned int n = 3, per_file = 16 * CHUNK_SECTORS * 512;
+	struct gendisk *children[3];
+	int fd[3];
+	char name[64];
+	struct stripe *s;
+	unsigned char *data = malloc(n * per_file), *chunk = malloc(CHUNK_SECTORS * 512);
+	unsigned int i, c;
+	struct rng rng = { 99 };
+
+	for (i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "/tmp/bvec-stripe-XXXXXX");
+		fd[i] = mkstemp(name);
+		ck_assert_int_ge(fd[i], 0);
+		unlink(name);
+		ck_assert_int_eq(ftruncate(fd[i], per_file + 4096), 0);
+		children[i] = bvec_file_disk_create(fd[i], NULL);
+		ck_assert_ptr_nonnull(children[i]);
+	}
+	s = stripe_create(children, n, CHUNK_SECTORS);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_uint_eq(get_capacity(stripe_disk(s)), (uint64_t)n * per_file / 512);
+	for (i = 0; i < n * per_file; i++)
+		data[i] = (unsigned char)rng_next(&rng);
+	/* One bio for everything: split into 48 chunks across three files. */
+	ck_assert_int_eq(io(stripe_disk(s), REQ_OP_WRITE, 0, data, n * per_file), 0);
+	ck_assert_int_eq(io(stripe_disk(s), REQ_OP_FLUSH, 0, NULL, 0), 0);
+	for (c = 0; c < n * per_file / (CHUNK_SECTORS * 512); c++) {
+		off_t at = (off_t)(c / n) * CHUNK_SECTORS * 512;
+
+		ck_assert_int_eq(pread(fd[c % n], chunk, CHUNK_SECTORS * 512, at),
+				 CHUNK_SECTORS * 512);
+		ck_assert_mem_eq(chunk, data + (size_t)c * CHUNK_SECTORS * 512,
+				 CHUNK_SECTORS * 512);
+	}
+	/* WRITE_ZEROES across a chunk boundary reads back as zeroes. */
+	ck_assert_int_eq(io(stripe_disk(s), REQ_OP_WRITE_ZEROES, CHUNK_SECTORS * 512 - 1024,
+			    NULL, 4096), 0);
+	ck_assert_int_eq(io(stripe_disk(s), REQ_OP_READ, CHUNK_SECTORS * 512 - 1024, chunk, 4096), 0);
+	for (i = 0; i < 4096; i++)
+		ck_assert_uint_eq(chunk[i], 0);
+	stripe_destroy(s);
+	for (i = 0; i < n; i++) {
+		put_disk(children[i]);
+		close(fd[i]);
+	}
+	free(data);
+	free(chunk);
+}
+END_TEST
+
+/* A child that fails some writes: the original completes once, with it. */
+static void failing_submit(struct bio *bio)
+{
+	if (bio->bi_iter.bi_sector % (2 * CHUNK_SECTORS) == CHUNK_SECTORS)
+		bio->bi_status = BLK_STS_MEDIUM;
+	bio_endio(bio);
+}
+
+static const struct block_device_operations failing_ops = { failing_submit, NULL };
+
+static int completions;
+
+static void count_done(struct bio *bio)
+{
+	(void)bio;
+	completions++;
+}
+
+START_TEST(test_first_error_reaches_parent)
+{
+	struct gendisk *children[2];
+	struct stripe *s;
+	unsigned char *buf = malloc(8 * CHUNK_SECTORS * 512);
+	struct bio *bio;
+	unsigned int i;
+
+	for (i = 0; i < 2; i++) {
+		children[i] = blk_alloc_disk(NULL, -1);
+		children[i]->fops = &failing_ops;
+		set_capacity(children[i], 64 * CHUNK_SECTORS);
+	}
+	s = stripe_create(children, 2, CHUNK_SECTORS);
+	bio = bio_alloc(stripe_disk(s)->part0, 1, REQ_OP_WRITE, GFP_KERNEL);
+	bio_add_virt(bio, buf, 8 * CHUNK_SECTORS * 512);
+	bio->bi_end_io = count_done;
+	completions = 0;
+	submit_bio(bio);
+	ck_assert_int_eq(completions, 1);
+	ck_assert_int_eq(bio->bi_status, BLK_STS_MEDIUM);
+	bio_put(bio);
+	stripe_destroy(s);
+	for (i = 0; i < 2; i++)
+		put_disk(children[i]);
+	free(buf);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("stripe");
+	TCase *tc = tcase_create("raid0");
+
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_over_zram);
+	tcase_add_test(tc, test_over_files);
+	tcase_add_test(tc, test_first_error_reaches_parent);
+	suite_add_tcase(s, tc);
+	return test_run(s);
+}
