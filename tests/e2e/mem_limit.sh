@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# With a small mem_limit, writes past it fail with EIO while the data
+# written before reads back intact; raising the limit lets writes through.
+. "$(dirname "$0")/lib.sh"
+zblk_start -o disksize=64M,mem_limit=4M
+head -c 16M /dev/urandom >"$WORK/src"
+if dd if="$WORK/src" of="$MNT/disk" bs=64k oflag=direct conv=notrunc \
+	2>"$WORK/dd.err"; then
+	fail "16 MiB of random data fit in a 4 MiB limit"
+fi
+grep -q "Input/output error" "$WORK/dd.err" || fail "not EIO: $(cat "$WORK/dd.err")"
+written=$(grep -o '^[0-9]* bytes' "$WORK/dd.err" | cut -d' ' -f1)
+[ "$written" -gt 1048576 ] || fail "only $written bytes before the limit"
+cmp -n "$written" "$WORK/src" "$MNT/disk" || fail "data before the limit changed"
+[ "$(awk '{print $2}' "$MNT/io_stat")" -gt 0 ] || fail "failed_writes did not move"
+echo "$written bytes written before EIO; they read back intact"
+echo 0 >"$MNT/mem_limit"
+dd if="$WORK/src" of="$MNT/disk" bs=64k oflag=direct conv=notrunc 2>/dev/null ||
+	fail "writes still fail with the limit lifted"
+cmp -n 16777216 "$WORK/src" "$MNT/disk" || fail "data differs after lifting the limit"
+echo "1 passed, 0 failed"
