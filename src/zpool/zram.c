@@ -159,9 +159,12 @@ out:
 }
 
 /*
- * READ and WRITE.  Positions are kept in bytes: userspace memory need not
- * be sector aligned, so a segment cut at a page boundary may be any length
- * and bi_sector alone cannot say where the next one starts.
+ * READ and WRITE.  Segments are multi-page and cut only at device page
+ * boundaries: in userspace a bvec is contiguous memory, so a device page
+ * maps to one run even when the caller's buffer is not page aligned (a FUSE
+ * buffer is not).  Walking single-page segments instead would split every
+ * device page in two and turn each write into two read-modify-writes.
+ * Positions are kept in bytes, as segments need not be whole sectors.
  */
 static void zram_rw(struct zram *z, struct bio *bio)
 {
@@ -175,7 +178,7 @@ static void zram_rw(struct zram *z, struct bio *bio)
 		return;
 	}
 	while (bvec_iter_skip_empty(bio->bi_io_vec, &iter)) {
-		struct bio_vec bv = bio_iter_iovec(bio, iter);
+		struct bio_vec bv = mp_bvec_iter_bvec(bio->bi_io_vec, iter);
 		uint64_t index = pos / ZP_PAGE_SIZE;
 		unsigned int off = (unsigned int)(pos % ZP_PAGE_SIZE);
 		unsigned char *mem;

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# zblk against the kernel's zram on the same pages, the same dd and the
+# same compressor, in one run: both mm_stats, the memory ratio, and
+# sequential 1 MiB direct-I/O throughput (best of 3), plus zblk's "null"
+# mode, which stores nothing, to show what FUSE itself costs.
+#
+#   bench/zram_vs_kernel.sh ZBLK CORPUS [ALGORITHM]
+#
+# Needs root and /sys/block/zram0; exits 77 (skip) without them.
+set -euo pipefail
+ZBLK=${1:?usage: zram_vs_kernel.sh ZBLK CORPUS [ALGORITHM]}
+CORPUS=${2:?usage: zram_vs_kernel.sh ZBLK CORPUS [ALGORITHM]}
+ALG=${3:-lz4}
+SYS=/sys/block/zram0
+[ "$(id -u)" = 0 ] || { echo "skip: needs root"; exit 77; }
+[ -d $SYS ] || { echo "skip: no /sys/block/zram0"; exit 77; }
+[ -f "$CORPUS" ] || { echo "skip: no corpus at $CORPUS"; exit 77; }
+grep -qw "$ALG" $SYS/comp_algorithm || { echo "skip: kernel zram lacks $ALG"; exit 77; }
+SIZE=$(stat -c %s "$CORPUS")
+MNT=$(mktemp -d /tmp/zblk-bench.XXXXXX)
+cleanup() {
+	set +e
+	mountpoint -q "$MNT" && fusermount3 -u "$MNT"
+	rmdir "$MNT"
+	echo 1 >$SYS/reset
+}
+trap cleanup EXIT
+
+# seconds dd took, from its last line
+dd_secs() { dd "$@" bs=1M 2>&1 | awk '/copied/ {print $(NF-3)}'; }
+
+kernel_reset() {
+	echo 1 >$SYS/reset
+	echo "$ALG" >$SYS/comp_algorithm
+	echo "$SIZE" >$SYS/disksize
+}
+
+best_write_k=1e9 best_read_k=1e9
+for i in 1 2 3; do
+	kernel_reset
+	w=$(dd_secs if="$CORPUS" of=/dev/zram0 oflag=direct)
+	r=$(dd_secs if=/dev/zram0 of=/dev/null iflag=direct)
+	best_write_k=$(echo "$w $best_write_k" | awk '{print ($1<$2)?$1:$2}')
+	best_read_k=$(echo "$r $best_read_k" | awk '{print ($1<$2)?$1:$2}')
+done
+kernel_mm=$(cat $SYS/mm_stat)
+echo 1 >$SYS/reset
+
+zblk_run() { # OPTIONS -> "write_secs read_secs mm_stat..."
+	local bw=1e9 br=1e9 w r mm
+	for i in 1 2 3; do
+		"$ZBLK" -o "$1" "$MNT"
+		w=$(dd_secs if="$CORPUS" of="$MNT/disk" oflag=direct conv=notrunc)
+		r=$(dd_secs if="$MNT/disk" of=/dev/null iflag=direct)
+		mm=$(cat "$MNT/mm_stat")
+		cmp -s -n "$SIZE" "$CORPUS" "$MNT/disk" || [[ "$1" == *null* ]] ||
+			{ echo "zblk returned wrong data" >&2; exit 1; }
+		fusermount3 -u "$MNT"
+		bw=$(echo "$w $bw" | awk '{print ($1<$2)?$1:$2}')
+		br=$(echo "$r $br" | awk '{print ($1<$2)?$1:$2}')
+	done
+	echo "$bw $br $mm"
+}
+read -r zw zr zmm <<<"$(zblk_run "disksize=$SIZE,algorithm=$ALG")"
+read -r nw nr _ <<<"$(zblk_run "disksize=$SIZE,null")"
+
+gbs() { awk -v b="$SIZE" -v s="$1" 'BEGIN {printf "%.2f GB/s", b / s / 1e9}'; }
+field() { echo "$1" | awk -v n="$2" '{print $n}'; }
+printf 'corpus %s (%s bytes), %s, dd bs=1M direct I/O, best of 3\n\n' "$CORPUS" "$SIZE" "$ALG"
+printf '%-28s %16s %16s %10s\n' "" "kernel zram" "zblk" "zblk/kernel"
+for n in 1 2 3 6 8; do
+	name=$(echo "orig_data_size compr_data_size mem_used_total x x same_pages x huge_pages" |
+		cut -d' ' -f$n)
+	printf '%-28s %16s %16s %10.3f\n' "$name" "$(field "$kernel_mm" $n)" "$(field "$zmm" $n)" \
+		"$(awk -v a="$(field "$zmm" $n)" -v b="$(field "$kernel_mm" $n)" 'BEGIN {print b ? a / b : 0}')"
+done
+printf '%-28s %16s %16s %10.3f\n' "write 1 MiB" "$(gbs "$best_write_k")" "$(gbs "$zw")" \
+	"$(awk -v a="$zw" -v b="$best_write_k" 'BEGIN {print b / a}')"
+printf '%-28s %16s %16s %10.3f\n' "read 1 MiB" "$(gbs "$best_read_k")" "$(gbs "$zr")" \
+	"$(awk -v a="$zr" -v b="$best_read_k" 'BEGIN {print b / a}')"
+printf '%-28s %16s %16s\n' "zblk null mode (FUSE only)" "write $(gbs "$nw")" "read $(gbs "$nr")"
+printf '\nkernel mm_stat: %s\nzblk   mm_stat: %s\n' "$kernel_mm" "$zmm"
