@@ -195,12 +195,16 @@ static bool page_same_filled(const unsigned char *p)
 	return true;
 }
 
-/* What a malloc-per-object store costs glibc: its heap and mmap footprint. */
-static void malloc_baseline(struct raw *raw, uint64_t *payload, uint64_t *footprint)
+/*
+ * What a malloc-per-object store costs glibc: its heap and mmap footprint,
+ * plus the pointer table it needs to find objects (our handles' twin), when
+ * full and after freeing every third page (malloc cannot compact).
+ */
+static void malloc_baseline(struct raw *raw, uint64_t *payload, uint64_t *footprint,
+			    uint64_t *payload_after, uint64_t *footprint_after)
 {
 	struct mallinfo2 before = mallinfo2(), after;
 	void **obj = calloc(npages, sizeof(*obj));
-	uint16_t *lens = calloc(npages, sizeof(*lens));
 	size_t i;
 
 	*payload = 0;
@@ -211,15 +215,25 @@ static void malloc_baseline(struct raw *raw, uint64_t *payload, uint64_t *footpr
 		if (!obj[i])
 			die("malloc");
 		memcpy(obj[i], raw->buf + i * RAW_STRIDE, (size_t)raw->len[i]);
-		lens[i] = (uint16_t)raw->len[i];
 		*payload += (uint64_t)raw->len[i];
 	}
 	after = mallinfo2();
-	*footprint = (after.arena + after.hblkhd) - (before.arena + before.hblkhd);
+	*footprint = (after.arena + after.hblkhd) - (before.arena + before.hblkhd) +
+		     npages * sizeof(*obj);
+	*payload_after = *payload;
+	for (i = 0; i < npages; i += 3) {
+		if (obj[i])
+			*payload_after -= (uint64_t)raw->len[i];
+		free(obj[i]);
+		obj[i] = NULL;
+	}
+	malloc_trim(0);
+	after = mallinfo2();
+	*footprint_after = (after.arena + after.hblkhd) - (before.arena + before.hblkhd) +
+			   npages * sizeof(*obj);
 	for (i = 0; i < npages; i++)
 		free(obj[i]);
 	free(obj);
-	free(lens);
 }
 
 static void memory_figures(const char *compressor, unsigned int chain)
@@ -263,7 +277,7 @@ int main(int argc, char **argv)
 {
 	struct raw raw;
 	zpool_handle_t *handles;
-	uint64_t payload, footprint;
+	uint64_t payload, footprint, payload_after, footprint_after;
 	double c1, d1, c2, d2, s1, sa, l1, s2, l2;
 	FILE *f;
 	long size;
@@ -328,9 +342,11 @@ int main(int argc, char **argv)
 		printf("memory (everything the pool holds, over the compressed payload):\n");
 	memory_figures("lz4", 8);
 	memory_figures("lz4", 4);
-	malloc_baseline(&raw, &payload, &footprint);
+	malloc_baseline(&raw, &payload, &footprint, &payload_after, &footprint_after);
 	report("malloc per object: footprint/compr", (double)footprint / (double)payload, "x");
 	report("malloc per object: footprint", (double)footprint, "bytes");
+	report("malloc per object: after free 1/3 + trim", (double)footprint_after /
+	       (double)payload_after, "x");
 #ifdef ZPOOL_HAVE_ZSTD
 	if (zpool_has_compressor("zstd")) {
 		double zs = best(REPS, 2, 1, "zstd", &raw, handles, false);

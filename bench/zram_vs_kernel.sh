@@ -81,3 +81,19 @@ printf '%-28s %16s %16s %10.3f\n' "read 1 MiB" "$(gbs "$best_read_k")" "$(gbs "$
 	"$(awk -v a="$zr" -v b="$best_read_k" 'BEGIN {print b / a}')"
 printf '%-28s %16s %16s\n' "zblk null mode (FUSE only)" "write $(gbs "$nw")" "read $(gbs "$nr")"
 printf '\nkernel mm_stat: %s\nzblk   mm_stat: %s\n' "$kernel_mm" "$zmm"
+# Machine-readable copy for bench/run's plots.
+if [ -n "${CSV_OUT:-}" ]; then
+	{
+		echo "kernel_mem_used,$(field "$kernel_mm" 3)"
+		echo "zblk_mem_used,$(field "$zmm" 3)"
+		echo "kernel_compr,$(field "$kernel_mm" 2)"
+		echo "zblk_compr,$(field "$zmm" 2)"
+		echo "kernel_write_gbs,$(awk -v s="$SIZE" -v t="$best_write_k" 'BEGIN {print s / t / 1e9}')"
+		echo "zblk_write_gbs,$(awk -v s="$SIZE" -v t="$zw" 'BEGIN {print s / t / 1e9}')"
+		echo "null_write_gbs,$(awk -v s="$SIZE" -v t="$nw" 'BEGIN {print s / t / 1e9}')"
+		echo "kernel_read_gbs,$(awk -v s="$SIZE" -v t="$best_read_k" 'BEGIN {print s / t / 1e9}')"
+		echo "zblk_read_gbs,$(awk -v s="$SIZE" -v t="$zr" 'BEGIN {print s / t / 1e9}')"
+		echo "null_read_gbs,$(awk -v s="$SIZE" -v t="$nr" 'BEGIN {print s / t / 1e9}')"
+		echo "pages,$((SIZE / 4096))"
+	} >"$CSV_OUT"
+fi

@@ -13,7 +13,9 @@
  * over the FUSE buffer itself, submitted to the stripe device (stripes > 1)
  * or the zram device, and completes before FUSE gets its reply.
  * fusermount3 -u MOUNTPOINT stops it.  The option "null" stores nothing
- * (reads return zeroes), to measure what FUSE itself costs.
+ * (reads return zeroes), to measure what FUSE itself costs; max_write=SIZE
+ * (default 1M), writeback (the kernel's writeback cache) and splice tune
+ * FUSE (see bench/fuse_tuning.sh for what each buys).
  */
 #define FUSE_USE_VERSION 31
 
@@ -37,9 +39,10 @@
 
 struct zblk {
 	/* options */
-	char *disksize_s, *mem_limit_s, *chunk_s, *algorithm;
+	char *disksize_s, *mem_limit_s, *chunk_s, *algorithm, *max_write_s;
 	unsigned int stripes;
-	int null;
+	int null, writeback, splice;
+	unsigned int max_write;
 	/* devices */
 	uint64_t disksize, chunk;
 	unsigned int n;
@@ -59,6 +62,9 @@ static const struct fuse_opt zblk_opts[] = {
 	OPT("algorithm=%s", algorithm),
 	OPT("stripes=%u", stripes),
 	OPT("null", null),
+	OPT("max_write=%s", max_write_s),
+	OPT("writeback", writeback),
+	OPT("splice", splice),
 	FUSE_OPT_END
 };
 
@@ -401,8 +407,16 @@ static int zblk_fallocate(const char *path, int mode, off_t off, off_t len,
 static void *zblk_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
 	/* Bigger requests mean fewer round trips through the kernel. */
-	conn->max_write = 1u << 20;
-	conn->max_readahead = 1u << 20;
+	conn->max_write = zb.max_write;
+	conn->max_readahead = zb.max_write;
+	if (zb.writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
+		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+	if (zb.splice)
+		conn->want |= conn->capable & (FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
+					       FUSE_CAP_SPLICE_MOVE);
+	else
+		conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
+				FUSE_CAP_SPLICE_MOVE);
 	cfg->attr_timeout = 0;
 	cfg->entry_timeout = 1;
 	return NULL;
@@ -460,16 +474,11 @@ static int make_devices(void)
 	return 0;
 }
 
-int main(int argc, char *argv[])
+/* Checks the options; 0, or the exit status with a message printed. */
+static int check_options(void)
 {
-	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	int64_t v;
-	int ret;
-	unsigned int k;
 
-	zb.stripes = 1;
-	if (fuse_opt_parse(&args, &zb, zblk_opts, NULL) == -1)
-		return usage_error("cannot parse options", NULL);
 	if (!zb.disksize_s)
 		return usage_error("-o disksize=SIZE is required", NULL);
 	v = parse_size(zb.disksize_s);
@@ -490,14 +499,40 @@ int main(int argc, char *argv[])
 	}
 	if (zb.algorithm && !zpool_has_compressor(zb.algorithm))
 		return usage_error("unknown algorithm", zb.algorithm);
+	zb.max_write = 1u << 20;
+	if (zb.max_write_s) {
+		v = parse_size(zb.max_write_s);
+		if (v < 4096 || v > (16 << 20))
+			return usage_error("max_write must be 4K to 16M", zb.max_write_s);
+		zb.max_write = (unsigned int)v;
+	}
 	zb.n = zb.stripes;
-	pthread_mutex_init(&zb.rmw, NULL);
-	if (!zb.null && (ret = make_devices()))
-		return ret;
-	ret = fuse_main(args.argc, args.argv, &zblk_ops, NULL);
+	return 0;
+}
+
+int main(int argc, char *argv[])
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	unsigned int k;
+	int ret;
+
+	zb.stripes = 1;
+	if (fuse_opt_parse(&args, &zb, zblk_opts, NULL) == -1)
+		return usage_error("cannot parse options", NULL);
+	ret = check_options();
+	if (!ret) {
+		pthread_mutex_init(&zb.rmw, NULL);
+		if (zb.null || !(ret = make_devices()))
+			ret = fuse_main(args.argc, args.argv, &zblk_ops, NULL);
+	}
 	stripe_destroy(zb.stripe);
 	for (k = 0; k < zb.n; k++)
 		zram_destroy(zb.zram[k]);
 	fuse_opt_free_args(&args);
+	free(zb.disksize_s);
+	free(zb.mem_limit_s);
+	free(zb.chunk_s);
+	free(zb.algorithm);
+	free(zb.max_write_s);
 	return ret;
 }

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# What each FUSE setting buys zblk: sequential 1 MiB dd and 4 KiB random
+# fio (two jobs, direct I/O) on the corpus, for zblk's default and one
+# change at a time, with "null" (FUSE alone) and the kernel's zram on the
+# same jobs for reference.  One run, side by side; compare rows.
+#
+#   bench/fuse_tuning.sh ZBLK CORPUS
+set -euo pipefail
+ZBLK=${1:?usage: fuse_tuning.sh ZBLK CORPUS}
+CORPUS=${2:?usage: fuse_tuning.sh ZBLK CORPUS}
+[ "$(id -u)" = 0 ] || { echo "skip: needs root"; exit 77; }
+[ -c /dev/fuse ] && [ -f "$CORPUS" ] || { echo "skip: no /dev/fuse or corpus"; exit 77; }
+command -v fio >/dev/null || { echo "skip: no fio"; exit 77; }
+SIZE=$(stat -c %s "$CORPUS")
+MNT=$(mktemp -d /tmp/zblk-tune.XXXXXX)
+trap 'mountpoint -q "$MNT" && fusermount3 -u "$MNT"; rmdir "$MNT"' EXIT
+
+gbs() { dd "$@" bs=1M 2>&1 | awk '/copied/ {printf "%.2f", $1 / $(NF-3) / 1e9}'; }
+fio_mbs() { # FILE RW -> MB/s
+	fio --name=r --filename="$1" --rw="$2" --bs=4k --numjobs=2 --size="$SIZE" \
+		--ioengine=psync --direct=1 --time_based --runtime=2 --group_reporting \
+		--output-format=json 2>/dev/null |
+		python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"][0]; print("%.0f" % ((j["read"]["bw_bytes"] + j["write"]["bw_bytes"]) / 1e6))'
+}
+row() { printf '%-34s %10s %10s %12s %12s\n' "$@"; }
+
+row "configuration" "seq write" "seq read" "4k randread" "4k randwrite"
+row "" "GB/s" "GB/s" "MB/s" "MB/s"
+run() { # LABEL -- ZBLK ARGS...
+	local label=$1
+	shift
+	"$ZBLK" "$@" "$MNT"
+	local w r rr rw
+	w=$(gbs if="$CORPUS" of="$MNT/disk" oflag=direct conv=notrunc)
+	r=$(gbs if="$MNT/disk" of=/dev/null iflag=direct)
+	rr=$(fio_mbs "$MNT/disk" randread)
+	rw=$(fio_mbs "$MNT/disk" randwrite)
+	fusermount3 -u "$MNT"
+	row "$label" "$w" "$r" "$rr" "$rw"
+}
+base="disksize=$SIZE"
+run "zblk default (1M, threads)" -o "$base"
+run "max_write=128K" -o "$base,max_write=128K"
+run "single-threaded (-s)" -s -o "$base"
+run "writeback cache" -o "$base,writeback"
+run "splice" -o "$base,splice"
+run "null: FUSE alone, no store" -o "$base,null"
+if [ -d /sys/block/zram0 ] && grep -qw lz4 /sys/block/zram0/comp_algorithm; then
+	echo 1 >/sys/block/zram0/reset
+	echo lz4 >/sys/block/zram0/comp_algorithm
+	echo "$SIZE" >/sys/block/zram0/disksize
+	w=$(gbs if="$CORPUS" of=/dev/zram0 oflag=direct)
+	r=$(gbs if=/dev/zram0 of=/dev/null iflag=direct)
+	rr=$(fio_mbs /dev/zram0 randread)
+	rw=$(fio_mbs /dev/zram0 randwrite)
+	echo 1 >/sys/block/zram0/reset
+	row "kernel zram (reference)" "$w" "$r" "$rr" "$rw"
+fi
