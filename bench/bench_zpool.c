@@ -325,14 +325,14 @@ int main(int argc, char **argv)
 
 	if (!csv)
 		printf("throughput (GB/s of pages), one run, best of %d:\n", REPS);
-	report("raw LZ4_compress_default, 1 thread", (double)(npages * PS) / c1 / 1e9, "GB/s");
-	report("zpool_store lz4, 1 thread", (double)(npages * PS) / s1 / 1e9, "GB/s");
-	report("zpool_store lz4, pre-faulted arena", (double)(npages * PS) / sa / 1e9, "GB/s");
-	report("raw LZ4_decompress_safe, 1 thread", (double)(npages * PS) / d1 / 1e9, "GB/s");
-	report("zpool_load lz4, 1 thread", (double)(npages * PS) / l1 / 1e9, "GB/s");
-	report("store / raw compress, 1 thread", c1 / s1, "x");
+	report("raw LZ4_compress_default 1 thread", (double)(npages * PS) / c1 / 1e9, "GB/s");
+	report("zpool_store lz4 1 thread", (double)(npages * PS) / s1 / 1e9, "GB/s");
+	report("zpool_store lz4 pre-faulted arena", (double)(npages * PS) / sa / 1e9, "GB/s");
+	report("raw LZ4_decompress_safe 1 thread", (double)(npages * PS) / d1 / 1e9, "GB/s");
+	report("zpool_load lz4 1 thread", (double)(npages * PS) / l1 / 1e9, "GB/s");
+	report("store / raw compress 1 thread", c1 / s1, "x");
 	report("store (pre-faulted) / raw compress", c1 / sa, "x");
-	report("load / raw decompress, 1 thread", d1 / l1, "x");
+	report("load / raw decompress 1 thread", d1 / l1, "x");
 	report("store 2 threads / 1 thread", s1 / s2, "x");
 	report("load 2 threads / 1 thread", l1 / l2, "x");
 	report("raw compress 2 threads / 1 thread", c1 / c2, "x");
@@ -352,8 +352,8 @@ int main(int argc, char **argv)
 		double zs = best(REPS, 2, 1, "zstd", &raw, handles, false);
 		double zl = best(REPS, 3, 1, "zstd", &raw, handles, false);
 
-		report("zpool_store zstd, 1 thread", (double)(npages * PS) / zs / 1e9, "GB/s");
-		report("zpool_load zstd, 1 thread", (double)(npages * PS) / zl / 1e9, "GB/s");
+		report("zpool_store zstd 1 thread", (double)(npages * PS) / zs / 1e9, "GB/s");
+		report("zpool_load zstd 1 thread", (double)(npages * PS) / zl / 1e9, "GB/s");
 		memory_figures("zstd", 8);
 	}
 #endif

@@ -40,8 +40,9 @@ run() { # LABEL -- ZBLK ARGS...
 	row "$label" "$w" "$r" "$rr" "$rw"
 }
 base="disksize=$SIZE"
-run "zblk default (1M, threads)" -o "$base"
-run "max_write=128K" -o "$base,max_write=128K"
+run "zblk default (128K, threads)" -o "$base"
+run "max_write=1M" -o "$base,max_write=1M"
+run "max_write=256K" -o "$base,max_write=256K"
 run "single-threaded (-s)" -s -o "$base"
 run "writeback cache" -o "$base,writeback"
 run "splice" -o "$base,splice"

@@ -7,41 +7,53 @@ OUT=${1:?usage: plots.sh DIR}
 cd "$OUT"
 val() { grep -m1 "^$2," "$1" 2>/dev/null | cut -d, -f2; }
 
-common='set terminal png size 900,540 font ",11"; set grid; set key top left; set datafile separator ","'
+# gp SCRIPT: run gnuplot on a script, after the settings every plot shares.
+gp() {
+	{
+		echo 'set terminal png size 900,540 font ",11"'
+		echo 'set grid; set key top left; set datafile separator ","'
+		cat
+	} | gnuplot
+}
 
 if [ -s split.csv ]; then
-	gnuplot -e "$common" -e "
-		set output 'split.png'
-		set title 'Splitting a 64 KiB front off a bio: split vs copies'
-		set logscale xy; set xlabel 'segments in the bio'; set ylabel 'ns per operation'
-		plot 'split.csv' every ::1 using 1:3 with linespoints lw 2 title 'bio_split (shares the table)', \
-		     '' every ::1 using 1:4 with linespoints lw 2 title 'copy the vector', \
-		     '' every ::1 using 1:5 with linespoints lw 2 title 'copy the data'"
-	gnuplot -e "$common" -e "
-		set output 'iteration.png'
-		set title 'Cost per segment of walking a bio'
-		set logscale x; set xlabel 'segments in the bio'; set ylabel 'ns per segment'
-		plot 'split.csv' every ::1 using 1:6 with linespoints lw 2 title 'bio\\_for\\_each\\_segment', \
-		     '' every ::1 using 1:7 with linespoints lw 2 title 'bio\\_for\\_each\\_bvec', \
-		     '' every ::1 using 1:8 with linespoints lw 2 title 'plain struct iovec loop'"
+	gp <<'GP'
+set output 'split.png'
+set termoption noenhanced
+set title 'Splitting a 64 KiB front off a bio: split vs copies'
+set logscale xy; set xlabel 'segments in the bio'; set ylabel 'ns per operation'
+plot 'split.csv' every ::1 using 1:3 with linespoints lw 2 title 'bio_split (shares the table)', \
+     '' every ::1 using 1:4 with linespoints lw 2 title 'copy the vector', \
+     '' every ::1 using 1:5 with linespoints lw 2 title 'copy the data'
+GP
+	gp <<'GP'
+set output 'iteration.png'
+set termoption noenhanced
+set title 'Cost per segment of walking a bio'
+set logscale x; set xlabel 'segments in the bio'; set ylabel 'ns per segment'
+plot 'split.csv' every ::1 using 1:6 with linespoints lw 2 title 'bio_for_each_segment', \
+     '' every ::1 using 1:7 with linespoints lw 2 title 'bio_for_each_bvec', \
+     '' every ::1 using 1:8 with linespoints lw 2 title 'plain struct iovec loop'
+GP
 fi
 
 bars() { # FILE TITLE YLABEL OUTPUT: FILE has "label,value" rows
-	gnuplot -e "$common" -e "
-		set output '$4'; set title '$2'; set ylabel '$3'; unset key
-		set style fill solid 0.7; set boxwidth 0.6; set yrange [0:*]; set xtics rotate by -25
-		plot '$1' using 0:2:xtic(1) with boxes, '' using 0:2:(sprintf('%.3g', \$2)) with labels offset 0,1"
+	gp <<GP
+set output '$4'; set title '$2'; set ylabel '$3'; unset key; set termoption noenhanced
+set style fill solid 0.7; set boxwidth 0.6; set yrange [0:*]; set xtics rotate by -25
+plot '$1' using 0:2:xtic(1) with boxes, '' using 0:2:(sprintf('%.4g', \$2)) with labels offset 0,1
+GP
 }
 
 if [ -s zpool.csv ]; then
 	{
-		echo "raw lz4 compress,$(val zpool.csv 'raw LZ4_compress_default, 1 thread')"
-		echo "zpool_store (fresh memory),$(val zpool.csv 'zpool_store lz4, 1 thread')"
-		echo "zpool_store (pre-faulted),$(val zpool.csv 'zpool_store lz4, pre-faulted arena')"
-		echo "raw lz4 decompress,$(val zpool.csv 'raw LZ4_decompress_safe, 1 thread')"
-		echo "zpool_load,$(val zpool.csv 'zpool_load lz4, 1 thread')"
-		z=$(val zpool.csv 'zpool_store zstd, 1 thread')
-		[ -n "$z" ] && echo "zpool_store zstd,$z" && echo "zpool_load zstd,$(val zpool.csv 'zpool_load zstd, 1 thread')"
+		echo "raw lz4 compress,$(val zpool.csv 'raw LZ4_compress_default 1 thread')"
+		echo "zpool_store (fresh memory),$(val zpool.csv 'zpool_store lz4 1 thread')"
+		echo "zpool_store (pre-faulted),$(val zpool.csv 'zpool_store lz4 pre-faulted arena')"
+		echo "raw lz4 decompress,$(val zpool.csv 'raw LZ4_decompress_safe 1 thread')"
+		echo "zpool_load,$(val zpool.csv 'zpool_load lz4 1 thread')"
+		z=$(val zpool.csv 'zpool_store zstd 1 thread')
+		[ -n "$z" ] && echo "zpool_store zstd,$z" && echo "zpool_load zstd,$(val zpool.csv 'zpool_load zstd 1 thread')"
 	} >throughput.dat
 	bars throughput.dat 'libzpool vs raw lz4 on the corpus, one thread' 'GB/s of pages' throughput.png
 	{
