@@ -74,7 +74,7 @@ static const struct block_device_operations stripe_fops = {
 struct stripe *stripe_create(struct gendisk *const *children, unsigned int n,
 			     unsigned int chunk_sectors)
 {
-	struct queue_limits lim = { 0 };
+	struct queue_limits lim;
 	struct stripe *s;
 	sector_t min = UINT64_MAX;
 	unsigned int i;
@@ -99,12 +99,7 @@ struct stripe *stripe_create(struct gendisk *const *children, unsigned int n,
 		free(s);
 		return NULL;
 	}
-	lim.max_sectors = BIO_MAX_SECTORS;
-	lim.max_segments = UINT32_MAX;
-	lim.max_segment_size = UINT32_MAX;
-	lim.seg_boundary_mask = UINT64_MAX;
-	lim.max_discard_sectors = BIO_MAX_SECTORS;
-	lim.max_write_zeroes_sectors = BIO_MAX_SECTORS;
+	blk_set_stacking_limits(&lim); /* it splits for itself */
 	s->disk = blk_alloc_disk(&lim, -1);
 	if (!s->disk) {
 		bioset_exit(&s->bs);

@@ -146,15 +146,8 @@ static int stat_text(enum file f, char *buf, size_t len)
 		io.invalid_io += i.invalid_io;
 		io.notify_free += i.notify_free;
 	}
-	if (f == F_IO_STAT)
-		return snprintf(buf, len, "%8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 "\n",
-				io.failed_reads, io.failed_writes, io.invalid_io, io.notify_free);
-	return snprintf(buf, len,
-			"%8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64
-			" %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 "\n",
-			sum.orig_data_size, sum.compr_data_size, sum.mem_used_total,
-			sum.mem_limit, sum.mem_used_max, sum.same_pages,
-			sum.pages_compacted, sum.huge_pages, sum.huge_pages_since);
+	return f == F_IO_STAT ? zram_format_io_stat(&io, buf, len) :
+				zram_format_mm_stat(&sum, buf, len);
 }
 
 static int zblk_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)

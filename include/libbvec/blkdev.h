@@ -116,6 +116,16 @@ BVEC_API struct gendisk *blk_alloc_disk(const struct queue_limits *lim,
 					int node);
 
 /**
+ * blk_set_stacking_limits() - limits that restrict nothing
+ * @lim: the limits to set
+ *
+ * For drivers that take bios of any shape: stacking drivers that split for
+ * themselves, and devices with no hardware behind them.  As in Linux, set
+ * these and then lower what the driver really needs.
+ */
+BVEC_API void blk_set_stacking_limits(struct queue_limits *lim);
+
+/**
  * put_disk() - free a disk
  * @disk: the disk, or NULL; no bio may be in flight to it
  */

@@ -129,23 +129,23 @@ BVEC_API void zram_io_stat(struct zram *zram, struct zram_io_stat *st);
 
 /**
  * zram_format_mm_stat() - mm_stat as the kernel prints it
- * @zram: the device
+ * @st: the statistics (from zram_mm_stat(), or a sum of several devices')
  * @buf: receives one line of nine right-aligned fields
  * @len: size of @buf
  *
  * Return: the length of the text (as snprintf()).
  */
-BVEC_API int zram_format_mm_stat(struct zram *zram, char *buf, size_t len);
+BVEC_API int zram_format_mm_stat(const struct zram_mm_stat *st, char *buf, size_t len);
 
 /**
  * zram_format_io_stat() - io_stat as the kernel prints it
- * @zram: the device
+ * @st: the statistics (from zram_io_stat(), or a sum)
  * @buf: receives one line of four right-aligned fields
  * @len: size of @buf
  *
  * Return: the length of the text (as snprintf()).
  */
-BVEC_API int zram_format_io_stat(struct zram *zram, char *buf, size_t len);
+BVEC_API int zram_format_io_stat(const struct zram_io_stat *st, char *buf, size_t len);
 
 /**
  * zram_compact() - compact the pool

@@ -49,6 +49,17 @@ static int validate_limits(struct queue_limits *lim)
 	return 0;
 }
 
+void blk_set_stacking_limits(struct queue_limits *lim)
+{
+	memset(lim, 0, sizeof(*lim));
+	lim->max_sectors = BIO_MAX_SECTORS;
+	lim->max_segments = UINT32_MAX;
+	lim->max_segment_size = UINT32_MAX;
+	lim->seg_boundary_mask = UINT64_MAX;
+	lim->max_discard_sectors = BIO_MAX_SECTORS;
+	lim->max_write_zeroes_sectors = BIO_MAX_SECTORS;
+}
+
 struct gendisk *blk_alloc_disk(const struct queue_limits *lim, int node)
 {
 	struct gendisk *disk;

@@ -156,17 +156,10 @@ struct gendisk *bvec_file_disk_create(int fd, const struct queue_limits *lim)
 		errno = EINVAL;
 		return NULL;
 	}
-	if (lim) {
+	if (lim)
 		l = *lim;
-	} else {
-		memset(&l, 0, sizeof(l));
-		l.max_sectors = BIO_MAX_SECTORS;
-		l.max_segments = UINT32_MAX;
-		l.max_segment_size = UINT32_MAX;
-		l.seg_boundary_mask = UINT64_MAX;
-		l.max_discard_sectors = BIO_MAX_SECTORS;
-		l.max_write_zeroes_sectors = BIO_MAX_SECTORS;
-	}
+	else
+		blk_set_stacking_limits(&l);
 	fdisk = bvec__os_alloc(NULL, sizeof(*fdisk));
 	if (!fdisk) {
 		errno = ENOMEM;

@@ -293,14 +293,8 @@ struct zram *zram_create(const struct zram_config *cfg)
 		goto fail; /* errno from zpool_create() */
 	z->pool_cfg.compressor = zpool_compressor(z->pool); /* static string */
 	z->table = zp_os_zalloc(table_bytes(z));
-	memset(&lim, 0, sizeof(lim));
+	blk_set_stacking_limits(&lim);
 	lim.physical_block_size = (unsigned int)ZP_PAGE_SIZE;
-	lim.max_sectors = BIO_MAX_SECTORS;
-	lim.max_segments = UINT32_MAX;
-	lim.max_segment_size = UINT32_MAX;
-	lim.seg_boundary_mask = UINT64_MAX;
-	lim.max_discard_sectors = BIO_MAX_SECTORS;
-	lim.max_write_zeroes_sectors = BIO_MAX_SECTORS;
 	z->disk = z->table ? blk_alloc_disk(&lim, -1) : NULL;
 	if (!z->disk) {
 		errno = ENOMEM;
@@ -375,33 +369,27 @@ void zram_io_stat(struct zram *z, struct zram_io_stat *st)
 	st->notify_free = atomic_load(&z->notify_free);
 }
 
-int zram_format_mm_stat(struct zram *z, char *buf, size_t len)
+int zram_format_mm_stat(const struct zram_mm_stat *s, char *buf, size_t len)
 {
-	struct zram_mm_stat s;
-
-	zram_mm_stat(z, &s);
 	return snprintf(buf, len, "%8llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu\n",
-			(unsigned long long)s.orig_data_size,
-			(unsigned long long)s.compr_data_size,
-			(unsigned long long)s.mem_used_total,
-			(unsigned long long)s.mem_limit,
-			(unsigned long long)s.mem_used_max,
-			(unsigned long long)s.same_pages,
-			(unsigned long long)s.pages_compacted,
-			(unsigned long long)s.huge_pages,
-			(unsigned long long)s.huge_pages_since);
+			(unsigned long long)s->orig_data_size,
+			(unsigned long long)s->compr_data_size,
+			(unsigned long long)s->mem_used_total,
+			(unsigned long long)s->mem_limit,
+			(unsigned long long)s->mem_used_max,
+			(unsigned long long)s->same_pages,
+			(unsigned long long)s->pages_compacted,
+			(unsigned long long)s->huge_pages,
+			(unsigned long long)s->huge_pages_since);
 }
 
-int zram_format_io_stat(struct zram *z, char *buf, size_t len)
+int zram_format_io_stat(const struct zram_io_stat *s, char *buf, size_t len)
 {
-	struct zram_io_stat s;
-
-	zram_io_stat(z, &s);
 	return snprintf(buf, len, "%8llu %8llu %8llu %8llu\n",
-			(unsigned long long)s.failed_reads,
-			(unsigned long long)s.failed_writes,
-			(unsigned long long)s.invalid_io,
-			(unsigned long long)s.notify_free);
+			(unsigned long long)s->failed_reads,
+			(unsigned long long)s->failed_writes,
+			(unsigned long long)s->invalid_io,
+			(unsigned long long)s->notify_free);
 }
 
 size_t zram_compact(struct zram *z)

@@ -193,16 +193,17 @@ START_TEST(test_stats_idle_compact_reset)
 		make_page(page, (enum page_kind)(i % PAGE_KINDS), i, 100 * i);
 		ck_assert_int_eq(do_io(z, REQ_OP_WRITE, (uint64_t)i * PG, page, (unsigned int)PG, 1), 0);
 	}
-	ck_assert_int_gt(zram_format_mm_stat(z, text, sizeof(text)), 0);
+	zram_mm_stat(z, &ms);
+	ck_assert_int_gt(zram_format_mm_stat(&ms, text, sizeof(text)), 0);
 	ck_assert_int_eq(sscanf(text, "%llu %llu %llu %llu %llu %llu %llu %llu %llu", &f[0],
 				&f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &f[8]), 9);
-	zram_mm_stat(z, &ms);
 	ck_assert_uint_eq(f[0], ms.orig_data_size);
 	ck_assert_uint_eq(f[0], DISK_BYTES);
 	ck_assert_uint_eq(f[2], ms.mem_used_total);
 	ck_assert_uint_gt(ms.same_pages, 0);
 	ck_assert_uint_gt(ms.huge_pages, 0);
-	ck_assert_int_gt(zram_format_io_stat(z, text, sizeof(text)), 0);
+	zram_io_stat(z, &io);
+	ck_assert_int_gt(zram_format_io_stat(&io, text, sizeof(text)), 0);
 	ck_assert_int_eq(sscanf(text, "%llu %llu %llu %llu", &f[0], &f[1], &f[2], &f[3]), 4);
 
 	ck_assert_uint_eq(zram_idle_mark(z, 0), DISK_PAGES);
