@@ -10,6 +10,7 @@
 #include <libbvec/blkdev.h>
 
 #include "testutil.h"
+#include "../headers/abi_layout.h"
 
 struct u64_in_struct {
 	char c;
@@ -23,10 +24,9 @@ struct layout {
 		bi_pool, bio_set;
 };
 
-/* LP64; ILP32 with 8-byte u64 (arm, mips, ppc); ILP32 with 4-byte u64 (i386). */
-static const struct layout lp64 = { 16, 24, 104, 32, 56, 82, 88, 96, 48 };
-static const struct layout ilp32 = { 12, 24, 80, 24, 48, 62, 68, 72, 28 };
-static const struct layout i386 = { 12, 20, 68, 20, 40, 54, 60, 64, 28 };
+static const struct layout lp64 = { ABI_LP64 };
+static const struct layout ilp32 = { ABI_ILP32 };
+static const struct layout i386 = { ABI_I386 };
 
 START_TEST(test_struct_layout)
 {

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Compile-time check of the 32-bit layouts, built freestanding with -m32
+ * (and -malign-double for the 8-byte-aligned model): bio.h needs only the
+ * compiler's own headers, so no 32-bit C library is required.
+ */
+#include <libbvec/bio.h>
+
+#include "abi_layout.h"
+
+#ifdef __SIZEOF_POINTER__
+_Static_assert(__SIZEOF_POINTER__ == 4, "build this with -m32");
+#endif
+
+#define EXPECT(a, b, c, d, e, f, g, h, i)                                   \
+	_Static_assert(sizeof(struct bio_vec) == (a), "bio_vec");          \
+	_Static_assert(sizeof(struct bvec_iter) == (b), "bvec_iter");      \
+	_Static_assert(sizeof(struct bio) == (c), "bio");                  \
+	_Static_assert(offsetof(struct bio, bi_iter) == (d), "bi_iter");   \
+	_Static_assert(offsetof(struct bio, bi_end_io) == (e), "bi_end_io"); \
+	_Static_assert(offsetof(struct bio, bi_max_vecs) == (f), "bi_max_vecs"); \
+	_Static_assert(offsetof(struct bio, bi_io_vec) == (g), "bi_io_vec"); \
+	_Static_assert(offsetof(struct bio, bi_pool) == (h), "bi_pool");   \
+	_Static_assert(sizeof(struct bio_set) == (i), "bio_set");
+#define EXPAND(x) EXPECT(x)
+
+#if defined(__i386__) && !defined(BVEC_ALIGN_DOUBLE)
+EXPAND(ABI_I386)
+#else
+EXPAND(ABI_ILP32)
+#endif
