@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # What each FUSE setting buys zblk: sequential 1 MiB dd and 4 KiB random
 # fio (two jobs, direct I/O) on the corpus, for zblk's default and one
-# change at a time, with "null" (FUSE alone) and the kernel's zram on the
-# same jobs for reference.  One run, side by side; compare rows.
+# change at a time, with "null" (FUSE alone), nbdkit's memory plugin with
+# allocator=zstd through nbdfuse, and the kernel's zram on the same jobs
+# for reference.  One run, side by side; compare rows.
 #
 #   bench/fuse_tuning.sh ZBLK CORPUS
 set -euo pipefail
@@ -27,17 +28,20 @@ row() { printf '%-34s %10s %10s %12s %12s\n' "$@"; }
 
 row "configuration" "seq write" "seq read" "4k randread" "4k randwrite"
 row "" "GB/s" "GB/s" "MB/s" "MB/s"
-run() { # LABEL -- ZBLK ARGS...
+measure() { # LABEL FILE: the four jobs on a mounted block file
+	local w r rr rw
+	w=$(gbs if="$CORPUS" of="$2" oflag=direct conv=notrunc)
+	r=$(gbs if="$2" of=/dev/null iflag=direct)
+	rr=$(fio_mbs "$2" randread)
+	rw=$(fio_mbs "$2" randwrite)
+	fusermount3 -u "$MNT"
+	row "$1" "$w" "$r" "$rr" "$rw"
+}
+run() { # LABEL ZBLK-ARGS...
 	local label=$1
 	shift
 	"$ZBLK" "$@" "$MNT"
-	local w r rr rw
-	w=$(gbs if="$CORPUS" of="$MNT/disk" oflag=direct conv=notrunc)
-	r=$(gbs if="$MNT/disk" of=/dev/null iflag=direct)
-	rr=$(fio_mbs "$MNT/disk" randread)
-	rw=$(fio_mbs "$MNT/disk" randwrite)
-	fusermount3 -u "$MNT"
-	row "$label" "$w" "$r" "$rr" "$rw"
+	measure "$label" "$MNT/disk"
 }
 base="disksize=$SIZE"
 run "zblk default (128K, threads)" -o "$base"
@@ -46,7 +50,14 @@ run "max_write=256K" -o "$base,max_write=256K"
 run "single-threaded (-s)" -s -o "$base"
 run "writeback cache" -o "$base,writeback"
 run "splice" -o "$base,splice"
+run "zstd (against nbdkit below)" -o "$base,algorithm=zstd"
 run "null: FUSE alone, no store" -o "$base,null"
+if command -v nbdfuse >/dev/null && command -v nbdkit >/dev/null; then
+	nbdfuse "$MNT" --command nbdkit -s memory size="$SIZE" allocator=zstd >/dev/null 2>&1 &
+	for _ in $(seq 50); do [ -f "$MNT/nbd" ] && break; sleep 0.1; done
+	measure "nbdkit allocator=zstd (nbdfuse)" "$MNT/nbd"
+	wait
+fi
 if [ -d /sys/block/zram0 ] && grep -qw lz4 /sys/block/zram0/comp_algorithm; then
 	echo 1 >/sys/block/zram0/reset
 	echo lz4 >/sys/block/zram0/comp_algorithm
