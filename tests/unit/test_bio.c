@@ -305,15 +305,23 @@ static void count_end_io(struct bio *bio)
 	atomic_fetch_add(&d->calls, 1);
 }
 
+/* A data-less bio whose completions are counted in @d. */
+static void init_counted(struct bio *bio, struct done *d)
+{
+	d->status = 0;
+	atomic_init(&d->calls, 0);
+	bio_init(bio, NULL, NULL, 0, REQ_OP_WRITE);
+	bio->bi_end_io = count_end_io;
+	bio->bi_private = d;
+}
+
 START_TEST(test_chain_completes_once)
 {
 	struct bio parent, c[3];
 	struct done d = { 0, 0 };
 	int i;
 
-	bio_init(&parent, NULL, NULL, 0, REQ_OP_WRITE);
-	parent.bi_end_io = count_end_io;
-	parent.bi_private = &d;
+	init_counted(&parent, &d);
 	for (i = 0; i < 3; i++) {
 		bio_init(&c[i], NULL, NULL, 0, REQ_OP_WRITE);
 		ck_assert_int_eq(bio_chain(&c[i], &parent), 0);
@@ -337,9 +345,7 @@ START_TEST(test_chain_keeps_parent_error)
 	struct bio parent, child;
 	struct done d = { 0, 0 };
 
-	bio_init(&parent, NULL, NULL, 0, REQ_OP_READ);
-	parent.bi_end_io = count_end_io;
-	parent.bi_private = &d;
+	init_counted(&parent, &d);
 	bio_init(&child, NULL, NULL, 0, REQ_OP_READ);
 	bio_chain(&child, &parent);
 	parent.bi_status = BLK_STS_TIMEOUT;
@@ -356,9 +362,7 @@ START_TEST(test_chain_direct_end_io)
 	struct bio parent, child;
 	struct done d = { 0, 0 };
 
-	bio_init(&parent, NULL, NULL, 0, REQ_OP_READ);
-	parent.bi_end_io = count_end_io;
-	parent.bi_private = &d;
+	init_counted(&parent, &d);
 	bio_init(&child, NULL, NULL, 0, REQ_OP_READ);
 	bio_chain(&child, &parent);
 	child.bi_status = BLK_STS_MEDIUM;
@@ -379,9 +383,7 @@ START_TEST(test_million_link_chain)
 	unsigned int i;
 
 	ck_assert_ptr_nonnull(bios);
-	bio_init(&bios[0], NULL, NULL, 0, REQ_OP_WRITE);
-	bios[0].bi_end_io = count_end_io;
-	bios[0].bi_private = &d;
+	init_counted(&bios[0], &d);
 	/* Each link is the parent of the next: a chain n deep. */
 	for (i = 1; i < n; i++) {
 		bio_init(&bios[i], NULL, NULL, 0, REQ_OP_WRITE);
