@@ -208,7 +208,8 @@ int zpool__compress(int comp, int level, const void *page, size_t limit,
 /* 0, or -EIO if @src does not decode to exactly one page. */
 int zpool__decompress(int comp, const void *src, size_t len, void *page);
 
-/* Test hook: flip a bit of a stored object (see tests/unit/test_zpool.c). */
-int zpool__corrupt(struct zpool *pool, zpool_handle_t handle, size_t offset);
+/* Test hook: XOR @mask into byte @offset of a stored object (tests, fuzzing). */
+int zpool__corrupt(struct zpool *pool, zpool_handle_t handle, size_t offset,
+		   unsigned char mask);
 
 #endif

@@ -367,7 +367,8 @@ size_t zpool_huge_class_size(const struct zpool *pool)
 	return pool ? pool->huge_class_size - csum_bytes(pool) : 0;
 }
 
-int zpool__corrupt(struct zpool *pool, zpool_handle_t handle, size_t offset)
+int zpool__corrupt(struct zpool *pool, zpool_handle_t handle, size_t offset,
+		   unsigned char mask)
 {
 	uint64_t e = lookup(pool, handle);
 	struct size_class *c;
@@ -378,7 +379,7 @@ int zpool__corrupt(struct zpool *pool, zpool_handle_t handle, size_t offset)
 	c = pool->classes[zp_entry_class(e)];
 	zp_write_lock(&c->lock);
 	zsp = zpool__zspage(pool, zp_entry_zspage(e));
-	zpool__obj_addr(c, zsp, zp_entry_slot(e))[offset] ^= 0x20;
+	zpool__obj_addr(c, zsp, zp_entry_slot(e))[offset] ^= mask;
 	zp_rw_unlock(&c->lock);
 	return 0;
 }

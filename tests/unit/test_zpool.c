@@ -247,15 +247,15 @@ START_TEST(test_checksum_detects_corruption)
 	ck_assert_int_eq(zpool_store(pool, page, &raw), 0);
 	ck_assert_uint_eq(zpool_obj_size(pool, raw), PG);
 
-	ck_assert_int_eq(zpool__corrupt(pool, text, 10), 0);
-	ck_assert_int_eq(zpool__corrupt(pool, raw, PG - 1), 0);
+	ck_assert_int_eq(zpool__corrupt(pool, text, 10, 0x20), 0);
+	ck_assert_int_eq(zpool__corrupt(pool, raw, PG - 1, 0x20), 0);
 	memset(sentinel, 0x5c, PG);
 	memcpy(out, sentinel, PG);
 	ck_assert_int_eq(zpool_load(pool, text, out), -EIO);
 	ck_assert_mem_eq(out, sentinel, PG);
 	ck_assert_int_eq(zpool_load(pool, raw, out), -EIO);
 	ck_assert_mem_eq(out, sentinel, PG);
-	ck_assert_int_eq(zpool__corrupt(pool, text, 100000), -EINVAL);
+	ck_assert_int_eq(zpool__corrupt(pool, text, 100000, 0x20), -EINVAL);
 	zpool_destroy(pool);
 }
 END_TEST
@@ -272,8 +272,8 @@ START_TEST(test_corrupt_without_checksum)
 	ck_assert_int_eq(zpool_store(pool, page, &h), 0);
 	len = zpool_obj_size(pool, h);
 	/* lz4's first token: a wrong literal length derails the stream. */
-	ck_assert_int_eq(zpool__corrupt(pool, h, 0), 0);
-	ck_assert_int_eq(zpool__corrupt(pool, h, len - 1), 0);
+	ck_assert_int_eq(zpool__corrupt(pool, h, 0, 0x20), 0);
+	ck_assert_int_eq(zpool__corrupt(pool, h, len - 1, 0x20), 0);
 	ck_assert_int_ne(zpool_load(pool, h, out) == 0 && !memcmp(out, page, PG), 1);
 	zpool_destroy(pool);
 }
