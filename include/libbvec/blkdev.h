@@ -10,12 +10,16 @@
  *
  * Also here: the userspace bridge between bios and struct iovec arrays, so
  * storage engines can build bios over their buffers without copying and
- * hand a bio's memory to preadv()/pwritev()/io_uring.
+ * hand a bio's memory to preadv()/pwritev()/io_uring, and a disk over a
+ * file.  Those need an operating system: defining BVEC_FREESTANDING (a
+ * build of the core without a C library) leaves them out.
  */
 #ifndef LIBBVEC_BLKDEV_H
 #define LIBBVEC_BLKDEV_H
 
+#ifndef BVEC_FREESTANDING
 #include <sys/uio.h>
+#endif
 #include <libbvec/bio.h>
 
 #ifdef __cplusplus
@@ -258,6 +262,7 @@ BVEC_API struct bio *bio_split_to_limits(struct bio *bio);
 BVEC_API unsigned int bvec_max_segment_size(const struct queue_limits *lim,
 					    uintptr_t addr, unsigned int len);
 
+#ifndef BVEC_FREESTANDING
 /**
  * bvec_bio_add_iovec() - append a struct iovec array to a bio, no copying
  * @bio: a bio you own
@@ -308,6 +313,7 @@ BVEC_API int bvec_bio_iovec_count(const struct bio *bio, struct bvec_iter iter);
  * Return: the disk, or NULL with errno EINVAL (bad @fd or limits) or ENOMEM.
  */
 BVEC_API struct gendisk *bvec_file_disk_create(int fd, const struct queue_limits *lim);
+#endif /* BVEC_FREESTANDING */
 
 #ifdef __cplusplus
 }

@@ -117,7 +117,7 @@ struct bio *bio_alloc_clone(struct block_device *bdev, struct bio *src,
 	bio->bi_io_vec = src->bi_io_vec;
 	if (src->bi_integrity && bvec__integrity_clone(bio, src, gfp) < 0) {
 		bio_put(bio);
-		errno = ENOMEM;
+		bvec__set_errno(ENOMEM);
 		return NULL;
 	}
 	return bio;
@@ -129,7 +129,7 @@ struct bio *bio_split(struct bio *bio, int sectors, gfp_t gfp,
 	struct bio *split;
 
 	if (sectors <= 0 || (unsigned int)sectors >= bio_sectors(bio)) {
-		errno = EINVAL;
+		bvec__set_errno(EINVAL);
 		return NULL;
 	}
 	split = bio_alloc_clone(bio->bi_bdev, bio, gfp, bs);

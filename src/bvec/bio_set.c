@@ -15,6 +15,7 @@
  * reserve later handed out short tables for full-size bios.
  */
 #include <stdalign.h>
+#include <stdbool.h>
 
 #include "internal.h"
 #include "os.h"
@@ -66,9 +67,8 @@ static void *reserve_get(struct bio_set *bs, struct reserve *r, size_t size,
 			atomic_store_explicit(&r->nr, n - 1, memory_order_relaxed);
 			break;
 		}
-		if (!gfpflags_allow_blocking(gfp))
+		if (!gfpflags_allow_blocking(gfp) || !bvec__lock_wait(st->lock))
 			break;
-		bvec__lock_wait(st->lock);
 	}
 	bvec__unlock(st->lock);
 	return p;
@@ -233,18 +233,18 @@ struct bio *bio_alloc_bioset(struct block_device *bdev, unsigned short nr_vecs,
 	if (!bs || bs == &fs_bio_set) {
 		bs = bvec__default_bioset();
 		if (!bs) {
-			errno = ENOMEM;
+			bvec__set_errno(ENOMEM);
 			return NULL;
 		}
 	}
 	if (!bs->priv || nr_vecs > BIO_MAX_VECS) {
-		errno = EINVAL;
+		bvec__set_errno(EINVAL);
 		return NULL;
 	}
 	st = bs->priv;
 	p = reserve_get(bs, &st->bios, st->bio_bytes, gfp);
 	if (!p) {
-		errno = ENOMEM;
+		bvec__set_errno(ENOMEM);
 		return NULL;
 	}
 	bio = (struct bio *)(void *)(p + bs->front_pad);
@@ -253,7 +253,7 @@ struct bio *bio_alloc_bioset(struct block_device *bdev, unsigned short nr_vecs,
 		table = bvec_alloc(bs, &cap, gfp);
 		if (!table) {
 			reserve_put(bs, &st->bios, p, st->bio_bytes);
-			errno = ENOMEM;
+			bvec__set_errno(ENOMEM);
 			return NULL;
 		}
 	} else if (nr_vecs) {

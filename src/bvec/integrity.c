@@ -53,12 +53,12 @@ struct bio_integrity_payload *bio_integrity_alloc(struct bio *bio, gfp_t gfp,
 
 	(void)gfp;
 	if (!bio || bio->bi_integrity || nr_vecs > BIO_MAX_VECS) {
-		errno = EINVAL;
+		bvec__set_errno(EINVAL);
 		return NULL;
 	}
 	bip = bip_new(bio, nr_vecs);
 	if (!bip) {
-		errno = ENOMEM;
+		bvec__set_errno(ENOMEM);
 		return NULL;
 	}
 	if (bio->bi_bdev && bio->bi_bdev->bd_disk)

@@ -7,14 +7,22 @@
 #ifndef BVEC_INTERNAL_H
 #define BVEC_INTERNAL_H
 
-#include <errno.h>
 #include <stdatomic.h>
+
+#ifdef BVEC_FREESTANDING
+#include "freestanding.h"
+#else
+#include <errno.h>
 #include <string.h>
+#endif
 
 #include <libbvec/bio.h>
 #include <libbvec/blkdev.h>
 
 #define BVEC_MIN(a, b) ((a) < (b) ? (a) : (b))
+
+/* os_*.c: errno where there is one (a variable of the library where not) */
+void bvec__set_errno(int err);
 
 /* bio_set.c */
 struct bio_set *bvec__default_bioset(void);

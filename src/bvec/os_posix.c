@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* POSIX edge of libbvec: malloc and pthreads. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -60,9 +61,17 @@ void bvec__unlock(struct bvec__lock *l)
 	pthread_mutex_unlock(&l->mutex);
 }
 
-void bvec__lock_wait(struct bvec__lock *l)
+bool bvec__lock_wait(struct bvec__lock *l)
 {
 	pthread_cond_wait(&l->cond, &l->mutex);
+	return true;
+}
+
+void bvec__set_errno(int err);
+
+void bvec__set_errno(int err)
+{
+	errno = err;
 }
 
 void bvec__lock_wake_all(struct bvec__lock *l)
