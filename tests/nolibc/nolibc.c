@@ -151,11 +151,30 @@ static int run(void)
 	return 0;
 }
 
-/* The kernel enters with a 16-byte aligned stack, not a call's. */
-__attribute__((noreturn, force_align_arg_pointer)) void _start(void)
+static __attribute__((noreturn)) void sys_exit(long status)
 {
-	long status = run();
-
+#if defined(__x86_64__)
 	__asm__ volatile("syscall" : : "a"(60L), "D"(status) : "rcx", "r11", "memory");
+#elif defined(__mips__)
+	register long v0 __asm__("$2") = 4001; /* o32 __NR_exit */
+	register long a0 __asm__("$4") = status;
+
+	__asm__ volatile("syscall" : : "r"(v0), "r"(a0) : "memory");
+#elif defined(__s390x__)
+	register long r2 __asm__("r2") = status;
+
+	__asm__ volatile("svc 1" : : "r"(r2) : "memory");
+#else
+#error "add this architecture's exit system call"
+#endif
 	__builtin_unreachable();
+}
+
+/* On x86-64 the kernel enters with a 16-byte aligned stack, not a call's. */
+#if defined(__x86_64__)
+__attribute__((force_align_arg_pointer))
+#endif
+__attribute__((noreturn)) void _start(void)
+{
+	sys_exit(run());
 }
