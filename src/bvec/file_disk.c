@@ -59,29 +59,21 @@ static int rw_all(int fd, struct iovec *iov, int cnt, off_t off, bool write)
 static int file_rw(struct file_disk *fdisk, struct bio *bio, bool write)
 {
 	struct iovec iov[IOV_BATCH];
-	off_t off = (off_t)(bio->bi_iter.bi_sector << BVEC_SECTOR_SHIFT), batch_off = off;
-	struct bvec_iter iter;
-	struct bio_vec bv;
-	int n = 0, ret;
+	off_t off = (off_t)(bio->bi_iter.bi_sector << BVEC_SECTOR_SHIFT);
+	struct bvec_iter iter = bio->bi_iter;
+	int n, ret;
 
-	bio_for_each_bvec(bv, bio, iter) {
-		if (n && (char *)iov[n - 1].iov_base + iov[n - 1].iov_len == (char *)bvec_virt(&bv)) {
-			iov[n - 1].iov_len += bv.bv_len;
-		} else {
-			if (n == IOV_BATCH) {
-				ret = rw_all(fdisk->fd, iov, n, batch_off, write);
-				if (ret)
-					return ret;
-				batch_off = off;
-				n = 0;
-			}
-			iov[n].iov_base = bvec_virt(&bv);
-			iov[n].iov_len = bv.bv_len;
-			n++;
-		}
-		off += bv.bv_len;
+	for (;;) {
+		unsigned int before = iter.bi_size;
+
+		n = bvec__bio_iovec_batch(bio, &iter, iov, IOV_BATCH);
+		if (!n)
+			return 0;
+		ret = rw_all(fdisk->fd, iov, n, off, write);
+		if (ret)
+			return ret;
+		off += before - iter.bi_size;
 	}
-	return n ? rw_all(fdisk->fd, iov, n, batch_off, write) : 0;
 }
 
 static int file_flush(struct file_disk *fdisk)

@@ -24,6 +24,13 @@
 /* os_*.c: errno where there is one (a variable of the library where not) */
 void bvec__set_errno(int err);
 
+#ifndef BVEC_FREESTANDING
+/* uio.c: up to @max iovecs (contiguous runs merged) from *@iter, which is
+ * advanced past them; 0 when nothing is left. */
+int bvec__bio_iovec_batch(const struct bio *bio, struct bvec_iter *iter,
+			  struct iovec *iov, int max);
+#endif
+
 /* bio_set.c */
 struct bio_set *bvec__default_bioset(void);
 void bvec__bio_free(struct bio *bio);

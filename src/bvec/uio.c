@@ -43,33 +43,27 @@ long bvec_bio_add_iovec(struct bio *bio, const struct iovec *iov, int iovcnt)
 	return (long)total;
 }
 
-/* Walks the multi-page segments from @iter, merging contiguous runs. */
-static int to_iovec(const struct bio *bio, struct bvec_iter iter,
-		    struct iovec *iov, int iovcnt)
+int bvec__bio_iovec_batch(const struct bio *bio, struct bvec_iter *iter,
+			  struct iovec *iov, int max)
 {
-	struct bvec_iter it;
-	struct bio_vec bv;
 	char *end = NULL;
 	int n = 0;
 
-	if (bio_no_advance_iter(bio))
-		return -EINVAL;
-	__bio_for_each_bvec(bv, bio, it, iter) {
+	while (bvec_iter_skip_empty(bio->bi_io_vec, iter)) {
+		struct bio_vec bv = mp_bvec_iter_bvec(bio->bi_io_vec, *iter);
 		char *p = bvec_virt(&bv);
 
 		if (n && p == end) {
-			if (iov)
-				iov[n - 1].iov_len += bv.bv_len;
+			iov[n - 1].iov_len += bv.bv_len;
 		} else {
-			if (iov && n == iovcnt)
-				return -ENOSPC;
-			if (iov) {
-				iov[n].iov_base = p;
-				iov[n].iov_len = bv.bv_len;
-			}
+			if (n == max)
+				break;
+			iov[n].iov_base = p;
+			iov[n].iov_len = bv.bv_len;
 			n++;
 		}
 		end = p + bv.bv_len;
+		bio_advance_iter_single(bio, iter, bv.bv_len);
 	}
 	return n;
 }
@@ -77,14 +71,22 @@ static int to_iovec(const struct bio *bio, struct bvec_iter iter,
 int bvec_bio_to_iovec(const struct bio *bio, struct bvec_iter iter,
 		      struct iovec *iov, int iovcnt)
 {
-	if (!bio || !iov || iovcnt < 0)
+	int n;
+
+	if (!bio || !iov || iovcnt < 0 || bio_no_advance_iter(bio))
 		return -EINVAL;
-	return to_iovec(bio, iter, iov, iovcnt);
+	n = bvec__bio_iovec_batch(bio, &iter, iov, iovcnt);
+	return iter.bi_size ? -ENOSPC : n;
 }
 
 int bvec_bio_iovec_count(const struct bio *bio, struct bvec_iter iter)
 {
-	if (!bio)
+	struct iovec iov[16];
+	int n, total = 0;
+
+	if (!bio || bio_no_advance_iter(bio))
 		return -EINVAL;
-	return to_iovec(bio, iter, NULL, 0);
+	while ((n = bvec__bio_iovec_batch(bio, &iter, iov, 16)) > 0)
+		total += n;
+	return total;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* blkdev.h: disks, submission without recursion, limits, the iovec bridge. */
 #include <pthread.h>
+#include <unistd.h>
 
 #include <libbvec/blkdev.h>
 
@@ -359,6 +360,46 @@ START_TEST(test_iovec_bridge)
 }
 END_TEST
 
+/* A file disk given 200 separate runs in one bio: more than one iovec batch. */
+START_TEST(test_file_disk_many_segments)
+{
+	char name[] = "/tmp/bvec-file-XXXXXX";
+	int fd = mkstemp(name);
+	unsigned char *mem = malloc(200 * 1024), *back = malloc(200 * 512);
+	struct gendisk *disk;
+	struct bio *bio;
+	unsigned int i;
+
+	ck_assert_int_ge(fd, 0);
+	unlink(name);
+	ck_assert_int_eq(ftruncate(fd, 200 * 512), 0);
+	disk = bvec_file_disk_create(fd, NULL);
+	ck_assert_ptr_nonnull(disk);
+	for (i = 0; i < 200 * 1024; i++)
+		mem[i] = (unsigned char)(i * 13 + 5);
+	bio = bio_alloc(disk->part0, 200, REQ_OP_WRITE, GFP_KERNEL);
+	for (i = 0; i < 200; i++) /* 512 bytes of every KiB: never contiguous */
+		ck_assert_int_eq(bio_add_virt(bio, mem + i * 1024, 512), 512);
+	ck_assert_int_eq(submit_bio_wait(bio), 0);
+	bio_put(bio);
+	ck_assert_int_eq(pread(fd, back, 200 * 512, 0), 200 * 512);
+	for (i = 0; i < 200; i++)
+		ck_assert_mem_eq(back + i * 512, mem + i * 1024, 512);
+	memset(mem, 0, 200 * 1024);
+	bio = bio_alloc(disk->part0, 200, REQ_OP_READ, GFP_KERNEL);
+	for (i = 0; i < 200; i++)
+		bio_add_virt(bio, mem + i * 1024, 512);
+	ck_assert_int_eq(submit_bio_wait(bio), 0);
+	bio_put(bio);
+	for (i = 0; i < 200; i++)
+		ck_assert_mem_eq(mem + i * 1024, back + i * 512, 512);
+	put_disk(disk);
+	close(fd);
+	free(mem);
+	free(back);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("blkdev");
@@ -373,6 +414,7 @@ int main(void)
 	tcase_add_test(tc, test_split_to_limits_discard);
 	tcase_add_test(tc, test_segment_size_no_overflow);
 	tcase_add_test(tc, test_iovec_bridge);
+	tcase_add_test(tc, test_file_disk_many_segments);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
