@@ -20,220 +20,15 @@
 #ifndef LIBBVEC_BIO_H
 #define LIBBVEC_BIO_H
 
-#include <libbvec/bvec.h>
-#include <libbvec/compiler.h>
+#include <libbvec/blk_types.h>
+#include <libbvec/bio_integrity.h>
+#include <libbvec/version.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/**
- * typedef blk_opf_t - operation (low 8 bits) and REQ_* flags of a bio
- */
-typedef uint32_t blk_opf_t;
-
-/**
- * typedef blk_status_t - a block-layer status code (BLK_STS_*)
- */
-typedef uint8_t blk_status_t;
-
-/**
- * typedef gfp_t - allocation flags (GFP_KERNEL, GFP_NOIO, GFP_NOWAIT)
- */
-typedef unsigned int gfp_t;
-
-/* May the allocation wait for a bio_set reserve to refill? */
-#define __GFP_DIRECT_RECLAIM 0x400u
-#define __GFP_IO 0x40u
-#define __GFP_FS 0x80u
-#define GFP_NOWAIT 0u
-#define GFP_NOIO (__GFP_DIRECT_RECLAIM)
-#define GFP_KERNEL (__GFP_DIRECT_RECLAIM | __GFP_IO | __GFP_FS)
-
-/**
- * gfpflags_allow_blocking() - may an allocation with @gfp wait?
- * @gfp: allocation flags
- *
- * Return: true for GFP_KERNEL and GFP_NOIO, false for GFP_NOWAIT.
- */
-static inline bool gfpflags_allow_blocking(gfp_t gfp)
-{
-	return (gfp & __GFP_DIRECT_RECLAIM) != 0;
-}
-
-/**
- * enum req_op - what a bio asks for; the kernel's values
- * @REQ_OP_READ: read sectors into the bio's memory
- * @REQ_OP_WRITE: write the bio's memory to sectors
- * @REQ_OP_FLUSH: make earlier completed writes durable; carries no data
- * @REQ_OP_DISCARD: the range's contents are no longer needed; no data
- * @REQ_OP_SECURE_ERASE: like discard, and the data must be unrecoverable
- * @REQ_OP_WRITE_ZEROES: the range must read back as zeroes; no data
- */
-enum req_op {
-	REQ_OP_READ = 0,
-	REQ_OP_WRITE = 1,
-	REQ_OP_FLUSH = 2,
-	REQ_OP_DISCARD = 3,
-	REQ_OP_SECURE_ERASE = 5,
-	REQ_OP_WRITE_ZEROES = 9
-};
-
-#define REQ_OP_BITS 8
-#define REQ_OP_MASK ((1u << REQ_OP_BITS) - 1)
-
-/* REQ_* flags, above the operation bits (kernel meanings). */
-#define REQ_FAILFAST_DEV (1u << 8)
-#define REQ_FAILFAST_TRANSPORT (1u << 9)
-#define REQ_FAILFAST_DRIVER (1u << 10)
-#define REQ_SYNC (1u << 11)
-#define REQ_META (1u << 12)
-#define REQ_PRIO (1u << 13)
-#define REQ_NOMERGE (1u << 14)
-#define REQ_IDLE (1u << 15)
-#define REQ_INTEGRITY (1u << 16)
-#define REQ_FUA (1u << 17)
-#define REQ_PREFLUSH (1u << 18)
-#define REQ_RAHEAD (1u << 19)
-#define REQ_BACKGROUND (1u << 20)
-#define REQ_NOWAIT (1u << 21)
-
-/* Block status codes (kernel values) */
-#define BLK_STS_OK ((blk_status_t)0)
-#define BLK_STS_NOTSUPP ((blk_status_t)1)
-#define BLK_STS_TIMEOUT ((blk_status_t)2)
-#define BLK_STS_NOSPC ((blk_status_t)3)
-#define BLK_STS_TRANSPORT ((blk_status_t)4)
-#define BLK_STS_TARGET ((blk_status_t)5)
-#define BLK_STS_RESV_CONFLICT ((blk_status_t)6)
-#define BLK_STS_MEDIUM ((blk_status_t)7)
-#define BLK_STS_PROTECTION ((blk_status_t)8)
-#define BLK_STS_RESOURCE ((blk_status_t)9)
-#define BLK_STS_IOERR ((blk_status_t)10)
-#define BLK_STS_AGAIN ((blk_status_t)12)
-#define BLK_STS_DEV_RESOURCE ((blk_status_t)13)
-#define BLK_STS_OFFLINE ((blk_status_t)16)
-#define BLK_STS_INVAL ((blk_status_t)19)
-
-/**
- * blk_status_to_errno() - the errno for a block status
- * @status: a BLK_STS_* code
- *
- * Return: 0 for BLK_STS_OK, else a negative errno (-EIO for unknown codes).
- */
-BVEC_API int blk_status_to_errno(blk_status_t status);
-
-/**
- * errno_to_blk_status() - the block status for an errno
- * @errnum: 0 or an errno, positive or negative
- *
- * Return: the matching BLK_STS_* code; BLK_STS_IOERR for unknown errnos.
- */
-BVEC_API blk_status_t errno_to_blk_status(int errnum);
-
-/**
- * blk_status_to_str() - a short description of a block status
- * @status: a BLK_STS_* code
- *
- * Return: a static string such as "I/O"; never NULL.
- */
-BVEC_API const char *blk_status_to_str(blk_status_t status);
-
-struct bio;
-struct bio_set;
-struct block_device;
-
-/**
- * typedef bio_end_io_t - completion callback, run once by bio_endio()
- */
-typedef void(bio_end_io_t)(struct bio *bio);
-
-/* bi_flags bits */
-enum {
-	BIO_CLONED = 1,	  /* shares another bio's bi_io_vec */
-	BIO_CHAIN = 7,	  /* __bi_remaining is in use */
-	BIO_REFFED = 8,	  /* bio_get() was called */
-	BIO_NO_VEC_FREE = 14 /* table belongs to someone else */
-};
-
-/**
- * struct bio_integrity_payload - protection information travelling with a bio
- * @bip_bio: the bio it belongs to
- * @bip_iter: cursor over @bip_vec; bi_sector counts integrity intervals
- * @bip_vcnt: entries used in @bip_vec
- * @bip_max_vcnt: entries available in @bip_vec (0 for a clone's shared table)
- * @bip_flags: BIP_* flags
- * @bip_interval_exp: log2 of the bytes covered by one tuple (9 to 12)
- * @bip_tuple_size: bytes of protection information per interval
- * @bip_vec: the table of integrity buffers
- * @bip_alloc_size: private: bytes allocated for this payload
- *
- * Linux reads the interval and tuple size from the disk's integrity profile;
- * here bio_integrity_alloc() copies them from the bio's device limits (or
- * uses 512-byte intervals with 8-byte tuples) and the caller may change them
- * before I/O starts.
- */
-struct bio_integrity_payload {
-	struct bio *bip_bio;
-	struct bvec_iter bip_iter;
-	unsigned short bip_vcnt;
-	unsigned short bip_max_vcnt;
-	unsigned short bip_flags;
-	unsigned char bip_interval_exp;
-	unsigned char bip_tuple_size;
-	struct bio_vec *bip_vec;
-	size_t bip_alloc_size;
-};
-
-#define BIP_CLONED (1u << 0)
-
-/**
- * struct bio - one block I/O request
- * @bi_next: link for bio lists owned by the current holder
- * @bi_bdev: the target device
- * @bi_opf: operation and REQ_* flags
- * @bi_flags: BIO_* state bits
- * @bi_ioprio: I/O priority, passed through untouched
- * @bi_status: completion status, BLK_STS_*; atomic so that chained children
- *	on several threads can report the first error
- * @__bi_remaining: completions still expected (chaining)
- * @bi_iter: the cursor: where the I/O starts, how much is left
- * @bi_end_io: completion callback
- * @bi_private: owner's data for @bi_end_io
- * @bi_integrity: integrity payload or NULL
- * @bi_vcnt: entries used in @bi_io_vec; meaningful only to the bio's owner
- * @bi_max_vecs: entries @bi_io_vec can hold
- * @__bi_cnt: reference count, meaningful after bio_get()
- * @bi_io_vec: the table of memory ranges
- * @bi_pool: the bio_set this bio came from, or NULL
- *
- * Fields before @bi_max_vecs are cleared by bio_reset(); the rest survive
- * it, as in Linux.  Up to BIO_INLINE_VECS entries live right after the
- * struct when the bio comes from a bio_set.
- */
-struct bio {
-	struct bio *bi_next;
-	struct block_device *bi_bdev;
-	blk_opf_t bi_opf;
-	unsigned short bi_flags;
-	unsigned short bi_ioprio;
-	BVEC_ATOMIC(blk_status_t) bi_status;
-	BVEC_ATOMIC(int) __bi_remaining;
-	struct bvec_iter bi_iter;
-	bio_end_io_t *bi_end_io;
-	void *bi_private;
-	struct bio_integrity_payload *bi_integrity;
-	unsigned short bi_vcnt;
-
-	unsigned short bi_max_vecs;
-	BVEC_ATOMIC(int) __bi_cnt;
-	struct bio_vec *bi_io_vec;
-	struct bio_set *bi_pool;
-};
-
-#define BIO_INLINE_VECS 4
-#define BIO_MAX_VECS 256
-#define BIO_MAX_SECTORS (UINT32_MAX >> 9)
+/* ======== Allocation and reference counting ============================ */
 
 /**
  * struct bvec_allocator - where a bio_set gets its memory
@@ -446,27 +241,8 @@ static inline void bio_clear_flag(struct bio *bio, unsigned int bit)
 	bio->bi_flags = (unsigned short)(bio->bi_flags & ~(1u << bit));
 }
 
-/**
- * bio_op() - the operation of a bio
- * @bio: the bio
- *
- * Return: the REQ_OP_* in the low bits of bi_opf.
- */
-static inline enum req_op bio_op(const struct bio *bio)
-{
-	return (enum req_op)(bio->bi_opf & REQ_OP_MASK);
-}
 
-/**
- * op_is_write() - does an operation move data towards the device?
- * @op: a REQ_OP_* or a whole blk_opf_t
- *
- * Return: true for WRITE, DISCARD, SECURE_ERASE and WRITE_ZEROES.
- */
-static inline bool op_is_write(blk_opf_t op)
-{
-	return (op & 1) != 0;
-}
+/* ======== Inspection =================================================== */
 
 /**
  * bio_data_dir() - direction of a bio
@@ -526,6 +302,9 @@ static inline sector_t bio_end_sector(const struct bio *bio)
 {
 	return bio->bi_iter.bi_sector + bio_sectors(bio);
 }
+
+
+/* ======== Iteration ==================================================== */
 
 /**
  * bio_iter_iovec() - single-page segment of a bio under a cursor
@@ -640,14 +419,15 @@ BVEC_API void bio_advance(struct bio *bio, unsigned int nbytes);
 #define bio_for_each_bvec(bvl, bio, iter)                                   \
 	__bio_for_each_bvec(bvl, bio, iter, (bio)->bi_iter)
 
-static inline struct bio_vec *bvec_init_iter_all(struct bvec_iter_all *iter_all)
+/* Internal to bio_for_each_segment_all(); not for callers. */
+static inline struct bio_vec *bvec__init_iter_all(struct bvec_iter_all *iter_all)
 {
 	iter_all->done = 0;
 	iter_all->idx = 0;
 	return &iter_all->bv;
 }
 
-static inline bool bio_next_segment(const struct bio *bio,
+static inline bool bvec__bio_next_segment(const struct bio *bio,
 				    struct bvec_iter_all *iter)
 {
 	const struct bio_vec *bv;
@@ -681,7 +461,8 @@ static inline bool bio_next_segment(const struct bio *bio,
  * cloned bio, whose bi_vcnt is not its own.
  */
 #define bio_for_each_segment_all(bvl, bio, iter)                            \
-	for ((bvl) = bvec_init_iter_all(&(iter)); bio_next_segment((bio), &(iter));)
+	for ((bvl) = bvec__init_iter_all(&(iter));                          \
+	     bvec__bio_next_segment((bio), &(iter));)
 
 /**
  * bio_segments() - count the remaining single-page segments
@@ -691,6 +472,9 @@ static inline bool bio_next_segment(const struct bio *bio,
  * DISCARD, SECURE_ERASE and WRITE_ZEROES.
  */
 BVEC_API unsigned int bio_segments(const struct bio *bio);
+
+/* ======== Building ===================================================== */
+
 
 /**
  * bio_add_page() - append memory to a bio's table
@@ -717,6 +501,9 @@ BVEC_API int bio_add_page(struct bio *bio, struct page *page,
  * Return: as bio_add_page().
  */
 BVEC_API int bio_add_virt(struct bio *bio, void *vaddr, unsigned int len);
+
+
+/* ======== Split and clone ============================================== */
 
 /**
  * bio_split() - split the front off a bio
@@ -747,6 +534,9 @@ BVEC_API struct bio *bio_split(struct bio *bio, int sectors, gfp_t gfp,
  */
 BVEC_API struct bio *bio_alloc_clone(struct block_device *bdev, struct bio *src,
 				     gfp_t gfp, struct bio_set *bs);
+
+
+/* ======== Completion =================================================== */
 
 /**
  * bio_inc_remaining() - expect one more bio_endio() before completion
@@ -786,6 +576,9 @@ static inline void bio_io_error(struct bio *bio)
 	bio->bi_status = BLK_STS_IOERR;
 	bio_endio(bio);
 }
+
+
+/* ======== Copy, zero and trim ========================================== */
 
 /**
  * bio_copy_data_iter() - copy between two bios with explicit cursors
@@ -831,67 +624,8 @@ BVEC_API int bio_trim(struct bio *bio, sector_t offset, sector_t size);
  */
 BVEC_API void bio_truncate(struct bio *bio, unsigned int new_size);
 
-/**
- * bio_integrity() - the integrity payload of a bio
- * @bio: the bio
- *
- * Return: the payload or NULL.
- */
-static inline struct bio_integrity_payload *bio_integrity(const struct bio *bio)
-{
-	return bio->bi_integrity;
-}
 
-/**
- * bio_integrity_alloc() - attach an integrity payload
- * @bio: the bio (must have none)
- * @gfp: allocation flags
- * @nr_vecs: entries in the payload's table
- *
- * Return: the payload, or NULL with errno EINVAL or ENOMEM.
- */
-BVEC_API struct bio_integrity_payload *
-bio_integrity_alloc(struct bio *bio, gfp_t gfp, unsigned int nr_vecs);
-
-/**
- * bio_integrity_add_page() - append protection memory to the payload
- * @bio: the bio
- * @page: first page
- * @len: bytes
- * @offset: offset from page_address(@page)
- *
- * Return: @len, or 0 if the table is full or there is no payload.
- */
-BVEC_API int bio_integrity_add_page(struct bio *bio, struct page *page,
-				    unsigned int len, unsigned int offset);
-
-/**
- * bio_integrity_intervals() - integrity intervals covering some sectors
- * @bip: the payload
- * @sectors: 512-byte sectors
- *
- * Return: @sectors expressed in the payload's intervals.
- */
-static inline unsigned int
-bio_integrity_intervals(const struct bio_integrity_payload *bip,
-			unsigned int sectors)
-{
-	return sectors >> (bip->bip_interval_exp - BVEC_SECTOR_SHIFT);
-}
-
-/**
- * bio_integrity_bytes() - protection bytes for some sectors
- * @bip: the payload
- * @sectors: 512-byte sectors
- *
- * Return: intervals times tuple size.
- */
-static inline unsigned int
-bio_integrity_bytes(const struct bio_integrity_payload *bip,
-		    unsigned int sectors)
-{
-	return bio_integrity_intervals(bip, sectors) * bip->bip_tuple_size;
-}
+/* ======== Lists ======================================================== */
 
 /**
  * struct bio_list - a singly linked FIFO of bios through bi_next
@@ -956,37 +690,6 @@ static inline struct bio *bio_list_pop(struct bio_list *bl)
 	}
 	return bio;
 }
-
-/**
- * bvec_major_version() - major version of the library in use
- *
- * Return: LIBBVEC_VERSION_MAJOR of the library that is linked.
- */
-BVEC_API int bvec_major_version(void);
-
-/**
- * bvec_minor_version() - minor version of the library in use
- *
- * Return: LIBBVEC_VERSION_MINOR of the library that is linked.
- */
-BVEC_API int bvec_minor_version(void);
-
-/**
- * bvec_version_string() - version of the library in use, as text
- *
- * Return: a static string such as "0.1.0".
- */
-BVEC_API const char *bvec_version_string(void);
-
-/**
- * bvec_check_version() - is the linked library at least a version?
- * @major: required major version (must match)
- * @minor: required minimum minor version
- *
- * Return: true if the linked library's major equals @major and its minor
- * is at least @minor.
- */
-BVEC_API bool bvec_check_version(int major, int minor);
 
 #ifdef __cplusplus
 }
