@@ -12,7 +12,9 @@ A kernel-doc comment opens with "/**", its first line names the entry
 "@param: text" lines, a blank line, free text, and "Return: text".  The
 declaration that follows the comment becomes the SYNOPSIS.  Macros without
 a comment of their own that are spelled in the ALIASES table get a page
-that sources their family's page.
+that sources their family's page.  SEE ALSO names the library's overview
+page and the other functions of the same header section (a banner comment
+"/* ======== Name ... */" starts a section; a header without banners is one).
 """
 import os
 import re
@@ -29,13 +31,21 @@ ALIASES = {
 }
 
 COMMENT = re.compile(r"/\*\*\n(.*?)\*/\n", re.S)
+BANNER = re.compile(r"^/\* =+ (.*?) =+ \*/$", re.M)
+# Headers of libzpool; every other header belongs to libbvec.
+ZPOOL_HEADERS = {"zpool.h", "zram.h"}
 HEAD = re.compile(r"^(?:(struct|enum|union|typedef)\s+)?([A-Za-z_][A-Za-z0-9_]*)(\(\))?\s+-\s+(.*)$")
 
 
 def parse(path):
-    """Yield (kind, name, summary, params, body, ret, decl) for each entry."""
+    """Yield (kind, name, summary, params, body, ret, decl, section) for each entry."""
     text = open(path, encoding="utf-8").read()
+    banners = [(b.start(), b.group(1)) for b in BANNER.finditer(text)]
     for m in COMMENT.finditer(text):
+        section = ""
+        for pos, title in banners:
+            if pos < m.start():
+                section = title
         lines = [re.sub(r"^ ?\* ?", "", l) for l in m.group(1).splitlines()]
         if not lines or lines[0].startswith("DOC:"):
             continue
@@ -45,21 +55,21 @@ def parse(path):
         kind, name, paren, summary = head.groups()
         kind = kind or ("function" if paren else "object")
         # Continuation lines belong to the section above them until a blank.
-        params, body, ret, section = [], [], [], "body"
+        params, body, ret, part = [], [], [], "body"
         for l in lines[1:]:
             pm = re.match(r"^@(\w+):\s*(.*)$", l)
             if pm:
                 params.append([pm.group(1), pm.group(2)])
-                section = "param"
+                part = "param"
             elif l.startswith("Return:"):
                 ret.append(l[len("Return:"):].strip())
-                section = "return"
+                part = "return"
             elif not l.strip():
-                section = "body"
+                part = "body"
                 body.append("")
-            elif section == "return":
+            elif part == "return":
                 ret.append(l.strip())
-            elif section == "param":
+            elif part == "param":
                 params[-1][1] += " " + l.strip()
             else:
                 body.append(l.rstrip())
@@ -77,14 +87,14 @@ def parse(path):
                 decl = re.sub(r"\bstatic inline\s+", "", decl)
                 decl = re.sub(r"\bBVEC_API\s+", "", decl)
                 decl = re.sub(r"\s+", " ", decl) + ";"
-        yield kind, name, summary.strip(), params, body, ret, decl
+        yield kind, name, summary.strip(), params, body, ret, decl, section
 
 
 def esc(s):
     return s.replace("\\", "\\e").replace("-", "\\-")
 
 
-def man_page(header, kind, name, summary, params, body, ret, decl):
+def man_page(header, kind, name, summary, params, body, ret, decl, siblings):
     inc = os.path.basename(os.path.dirname(header)) + "/" + os.path.basename(header)
     out = [f'.TH {name} 3 "" "libbvec" "libbvec Manual"',
            ".SH NAME", f"{esc(name)} \\- {esc(summary)}",
@@ -108,7 +118,10 @@ def man_page(header, kind, name, summary, params, body, ret, decl):
                 out += [".PP", esc(" ".join(l.strip() for l in lines))]
     if ret:
         out += [".SH RETURN VALUE", esc(" ".join(ret))]
-    out += [".SH SEE ALSO", ".BR libbvec (7)"]
+    lib = "libzpool" if os.path.basename(header) in ZPOOL_HEADERS else "libbvec"
+    refs = [lib + " (7)"] + [s + " (3)" for s in siblings if s != name]
+    out += [".SH SEE ALSO"] + [f".BR {esc(r)}" + ("," if i < len(refs) - 1 else "")
+                               for i, r in enumerate(refs)]
     return "\n".join(out) + "\n"
 
 
@@ -140,11 +153,11 @@ def main(argv):
     outdir, headers = argv[0], argv[1:]
     os.makedirs(outdir, exist_ok=True)
     for h in headers:
-        for kind, name, summary, params, body, ret, decl in parse(h):
-            if kind not in ("function", "object"):
-                continue
+        entries = [e for e in parse(h) if e[0] in ("function", "object")]
+        for kind, name, summary, params, body, ret, decl, section in entries:
+            siblings = [e[1] for e in entries if e[7] == section]
             with open(os.path.join(outdir, name + ".3"), "w") as f:
-                f.write(man_page(h, kind, name, summary, params, body, ret, decl))
+                f.write(man_page(h, kind, name, summary, params, body, ret, decl, siblings))
     for alias, target in ALIASES.items():
         with open(os.path.join(outdir, alias + ".3"), "w") as f:
             f.write(f".so man3/{target}.3\n")

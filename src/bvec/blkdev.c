@@ -68,7 +68,7 @@ struct gendisk *blk_alloc_disk(const struct queue_limits *lim, int node)
 	(void)node;
 	disk = bvec__os_alloc(NULL, sizeof(*disk));
 	if (!disk) {
-		errno = ENOMEM;
+		bvec__set_errno(ENOMEM);
 		return NULL;
 	}
 	memset(disk, 0, sizeof(*disk));
@@ -79,7 +79,7 @@ struct gendisk *blk_alloc_disk(const struct queue_limits *lim, int node)
 		err = bioset_init(&disk->bio_split, BIO_POOL_SIZE, 0, 0);
 	if (err) {
 		bvec__os_free(NULL, disk, sizeof(*disk));
-		errno = -err;
+		bvec__set_errno(-err);
 		return NULL;
 	}
 	disk->bdev.bd_disk = disk;

@@ -145,7 +145,7 @@ struct gendisk *bvec_file_disk_create(int fd, const struct queue_limits *lim)
 	struct stat st;
 
 	if (fd < 0 || fstat(fd, &st)) {
-		errno = EINVAL;
+		bvec__set_errno(EINVAL);
 		return NULL;
 	}
 	if (lim)
@@ -154,7 +154,7 @@ struct gendisk *bvec_file_disk_create(int fd, const struct queue_limits *lim)
 		blk_set_stacking_limits(&l);
 	fdisk = bvec__os_alloc(NULL, sizeof(*fdisk));
 	if (!fdisk) {
-		errno = ENOMEM;
+		bvec__set_errno(ENOMEM);
 		return NULL;
 	}
 	fdisk->fd = fd;
