@@ -29,21 +29,29 @@ static void stripe_submit_bio(struct bio *bio)
 	struct stripe *s = bio->bi_bdev->bd_disk->private_data;
 	unsigned int i;
 
-	if (bio_op(bio) == REQ_OP_FLUSH) {
-		/* Every child must flush; the original completes after all. */
+	if (bio->bi_opf & REQ_PREFLUSH) {
+		/*
+		 * Every child must flush before the data: empty flushes go out
+		 * first (the queue runs in order) and the data continues without
+		 * the flag, as dm does.  The original completes after all.
+		 */
 		for (i = 0; i < s->n; i++) {
-			struct bio *clone = bio_alloc_clone(s->children[i]->part0, bio,
-							    GFP_NOIO, &s->bs);
+			struct bio *flush = bio_alloc_bioset(s->children[i]->part0, 0,
+							     REQ_OP_WRITE | REQ_PREFLUSH,
+							     GFP_NOIO, &s->bs);
 
-			if (!clone) {
+			if (!flush) {
 				bio->bi_status = BLK_STS_RESOURCE;
 				break;
 			}
-			bio_chain(clone, bio);
-			submit_bio(clone);
+			bio_chain(flush, bio);
+			submit_bio(flush);
 		}
-		bio_endio(bio);
-		return;
+		bio->bi_opf &= ~(blk_opf_t)REQ_PREFLUSH;
+		if (!bio_sectors(bio) || bio->bi_status) {
+			bio_endio(bio);
+			return;
+		}
 	}
 	for (;;) {
 		unsigned int to_boundary = s->chunk_sectors -
@@ -100,6 +108,10 @@ struct stripe *stripe_create(struct gendisk *const *children, unsigned int n,
 		return NULL;
 	}
 	blk_set_stacking_limits(&lim); /* it splits for itself */
+	/* A write cache in any child makes the stripe's flushes matter. */
+	for (i = 0; i < n; i++)
+		lim.features |= children[i]->limits.features &
+				(BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA);
 	s->disk = blk_alloc_disk(&lim, -1);
 	if (!s->disk) {
 		bioset_exit(&s->bs);

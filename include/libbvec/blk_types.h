@@ -56,7 +56,9 @@ static inline bool gfpflags_allow_blocking(gfp_t gfp)
  * enum req_op - what a bio asks for; the kernel's values
  * @REQ_OP_READ: read sectors into the bio's memory
  * @REQ_OP_WRITE: write the bio's memory to sectors
- * @REQ_OP_FLUSH: make earlier completed writes durable; carries no data
+ * @REQ_OP_FLUSH: deprecated spelling of an empty REQ_OP_WRITE | REQ_PREFLUSH;
+ *	submit_bio() rewrites it to that before any driver sees it (in Linux
+ *	bios never carry it)
  * @REQ_OP_DISCARD: the range's contents are no longer needed; no data
  * @REQ_OP_SECURE_ERASE: like discard, and the data must be unrecoverable
  * @REQ_OP_WRITE_ZEROES: the range must read back as zeroes; no data
@@ -216,6 +218,28 @@ static inline enum req_op bio_op(const struct bio *bio)
 static inline bool op_is_write(blk_opf_t op)
 {
 	return (op & 1) != 0;
+}
+
+/**
+ * op_is_flush() - does a request ask for a cache flush or forced unit access?
+ * @op: a whole blk_opf_t
+ *
+ * Return: true if REQ_PREFLUSH or REQ_FUA is set.
+ */
+static inline bool op_is_flush(blk_opf_t op)
+{
+	return (op & (REQ_PREFLUSH | REQ_FUA)) != 0;
+}
+
+/**
+ * op_is_discard() - is a request a discard?
+ * @op: a REQ_OP_* or a whole blk_opf_t
+ *
+ * Return: true for REQ_OP_DISCARD.
+ */
+static inline bool op_is_discard(blk_opf_t op)
+{
+	return (op & REQ_OP_MASK) == REQ_OP_DISCARD;
 }
 
 #ifdef __cplusplus

@@ -27,6 +27,16 @@ extern "C" {
 #endif
 
 /**
+ * typedef blk_features_t - BLK_FEAT_* bits of &struct queue_limits
+ */
+typedef unsigned int blk_features_t;
+
+/* The device has a volatile write cache: REQ_PREFLUSH and REQ_FUA matter. */
+#define BLK_FEAT_WRITE_CACHE ((blk_features_t)1u << 0)
+/* The device implements REQ_FUA itself (meaningful with a write cache). */
+#define BLK_FEAT_FUA ((blk_features_t)1u << 1)
+
+/**
  * struct queue_limits - what a device accepts in one bio
  * @logical_block_size: smallest addressable unit, bytes (power of two >= 512)
  * @physical_block_size: preferred unit, bytes
@@ -35,12 +45,22 @@ extern "C" {
  * @max_segment_size: largest segment, bytes
  * @seg_boundary_mask: a segment never crosses an address boundary of
  *	(@seg_boundary_mask + 1); all ones for none
- * @max_discard_sectors: largest DISCARD/SECURE_ERASE; 0 = not supported
+ * @max_discard_sectors: largest DISCARD; 0 = not supported.  Drivers set
+ *	@max_hw_discard_sectors as in Linux 6.x; this is then derived from it
  * @max_write_zeroes_sectors: largest WRITE_ZEROES; 0 = not supported
  * @integrity_interval_exp: log2 bytes per integrity tuple; 0 = no integrity
  * @integrity_tuple_size: bytes of protection information per interval
+ * @features: BLK_FEAT_* bits: what the device does (write cache, FUA)
+ * @io_min: smallest preferred I/O size, bytes (advisory)
+ * @io_opt: optimal I/O size, bytes (advisory)
+ * @max_hw_discard_sectors: largest DISCARD the hardware takes; 0 = none
+ * @max_secure_erase_sectors: largest SECURE_ERASE; 0 = not supported
+ * @discard_granularity: bytes a discard is best aligned to (advisory)
+ * @bvec_reserved: private: leave zero; room to add fields without an ABI break
  *
  * A field left 0 when the disk is allocated gets the kernel's default.
+ * Initialise with designated initialisers (or memset, or
+ * blk_set_stacking_limits()) so that fields added later read as 0.
  */
 struct queue_limits {
 	unsigned int logical_block_size;
@@ -53,6 +73,13 @@ struct queue_limits {
 	unsigned int max_write_zeroes_sectors;
 	unsigned char integrity_interval_exp;
 	unsigned char integrity_tuple_size;
+	blk_features_t features;
+	unsigned int io_min;
+	unsigned int io_opt;
+	unsigned int max_hw_discard_sectors;
+	unsigned int max_secure_erase_sectors;
+	unsigned int discard_granularity;
+	unsigned int bvec_reserved[7];
 };
 
 /* Kernel defaults for unset limits */
@@ -91,7 +118,9 @@ struct block_device_operations {
  * @capacity: size in sectors; see set_capacity()
  * @disk_name: name for messages
  * @bio_split: bio_set that bio_split_to_limits() takes front parts from
- * @nr_eod: bios submit_bio() refused because they went past the end
+ * @nr_eod: bios submit_bio() completed with an error before the driver
+ *	saw them: past the end (hence the name), not aligned to the logical
+ *	block size, or an operation the limits say the disk does not support
  * @bdev: storage for @part0
  */
 struct gendisk {
@@ -190,20 +219,116 @@ static inline unsigned int bdev_logical_block_size(const struct block_device *bd
 }
 
 /**
+ * bdev_write_cache() - does a device have a volatile write cache?
+ * @bdev: the device
+ *
+ * Return: true if its limits carry BLK_FEAT_WRITE_CACHE; submit_bio() strips
+ * REQ_PREFLUSH and REQ_FUA from bios to a device without one.
+ */
+static inline bool bdev_write_cache(const struct block_device *bdev)
+{
+	return (bdev->bd_disk->limits.features & BLK_FEAT_WRITE_CACHE) != 0;
+}
+
+/**
+ * bdev_fua() - does a device implement forced unit access itself?
+ * @bdev: the device
+ *
+ * Return: true if its limits carry BLK_FEAT_FUA.
+ */
+static inline bool bdev_fua(const struct block_device *bdev)
+{
+	return (bdev->bd_disk->limits.features & BLK_FEAT_FUA) != 0;
+}
+
+/**
+ * bdev_max_discard_sectors() - the largest DISCARD a device takes
+ * @bdev: the device
+ *
+ * Return: sectors; 0 if it does not support DISCARD.
+ */
+static inline unsigned int bdev_max_discard_sectors(const struct block_device *bdev)
+{
+	return bdev->bd_disk->limits.max_discard_sectors;
+}
+
+/**
+ * bdev_max_secure_erase_sectors() - the largest SECURE_ERASE a device takes
+ * @bdev: the device
+ *
+ * Return: sectors; 0 if it does not support SECURE_ERASE.
+ */
+static inline unsigned int bdev_max_secure_erase_sectors(const struct block_device *bdev)
+{
+	return bdev->bd_disk->limits.max_secure_erase_sectors;
+}
+
+/**
+ * bdev_write_zeroes_sectors() - the largest WRITE_ZEROES a device takes
+ * @bdev: the device
+ *
+ * Return: sectors; 0 if it does not support WRITE_ZEROES.
+ */
+static inline unsigned int bdev_write_zeroes_sectors(const struct block_device *bdev)
+{
+	return bdev->bd_disk->limits.max_write_zeroes_sectors;
+}
+
+/**
+ * bio_set_dev() - point a bio at a device
+ * @bio: the bio
+ * @bdev: the device
+ */
+static inline void bio_set_dev(struct bio *bio, struct block_device *bdev)
+{
+	bio->bi_bdev = bdev;
+}
+
+/**
+ * bio_wouldblock_error() - complete a bio with BLK_STS_AGAIN
+ * @bio: the bio
+ *
+ * For a REQ_NOWAIT bio the driver cannot serve without waiting.
+ */
+static inline void bio_wouldblock_error(struct bio *bio)
+{
+	bio->bi_status = BLK_STS_AGAIN;
+	bio_endio(bio);
+}
+
+/**
  * submit_bio() - send a bio to its device
  * @bio: the bio; bi_bdev must be set
  *
- * A bio past the end of the device, or without a device or driver,
- * completes at once with BLK_STS_IOERR.  Called from inside a driver's
- * submit_bio, it only queues the bio; the outermost call drains the queue,
- * so stacking depth never grows the stack.  The bio may complete before or
- * after this returns.
+ * Before the driver sees a bio, it is checked as Linux 6.x's
+ * submit_bio_noacct() checks it:
+ *
+ * - no device or driver, past the end of the device (bio_check_eod), or a
+ *   position or size that is not a multiple of the logical block size:
+ *   completes at once with BLK_STS_IOERR;
+ * - REQ_PREFLUSH / REQ_FUA on a device without BLK_FEAT_WRITE_CACHE: the
+ *   flags are stripped, and a flush that carries no data completes at once
+ *   with BLK_STS_OK;
+ * - DISCARD, SECURE_ERASE or WRITE_ZEROES to a device whose limit for it is
+ *   0, and any other operation than READ, WRITE and those: completes at once
+ *   with BLK_STS_NOTSUPP.
+ *
+ * A flush is REQ_OP_WRITE | REQ_PREFLUSH with no data, as in Linux; the
+ * older spelling REQ_OP_FLUSH is rewritten to it here.  Each refusal counts
+ * in the disk's nr_eod.
+ *
+ * Called from inside a driver's submit_bio, it only queues the bio; the
+ * outermost call drains the queue, so stacking depth never grows the stack.
+ * The bio may complete before or after this returns.
  */
 BVEC_API void submit_bio(struct bio *bio);
 
 /**
  * submit_bio_noacct() - submit_bio() for re-submission by drivers
  * @bio: the bio
+ *
+ * The same checks and queueing as submit_bio(); drivers use it to pass a
+ * bio on (remapped, split) to the device below.
  */
 BVEC_API void submit_bio_noacct(struct bio *bio);
 

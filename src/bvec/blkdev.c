@@ -42,6 +42,12 @@ static int validate_limits(struct queue_limits *lim)
 		lim->seg_boundary_mask = BLK_SEG_BOUNDARY_MASK;
 	if (lim->seg_boundary_mask < BVEC_PAGE_SIZE - 1)
 		return -EINVAL;
+	/* Linux 6.x drivers set the hardware limit; older code the derived one. */
+	if (lim->max_hw_discard_sectors && (!lim->max_discard_sectors ||
+					    lim->max_discard_sectors > lim->max_hw_discard_sectors))
+		lim->max_discard_sectors = lim->max_hw_discard_sectors;
+	else if (!lim->max_hw_discard_sectors)
+		lim->max_hw_discard_sectors = lim->max_discard_sectors;
 	if (lim->integrity_interval_exp &&
 	    (lim->integrity_interval_exp < BVEC_SECTOR_SHIFT ||
 	     lim->integrity_interval_exp > 12 || !lim->integrity_tuple_size))
@@ -57,6 +63,8 @@ void blk_set_stacking_limits(struct queue_limits *lim)
 	lim->max_segment_size = UINT32_MAX;
 	lim->seg_boundary_mask = UINT64_MAX;
 	lim->max_discard_sectors = BIO_MAX_SECTORS;
+	lim->max_hw_discard_sectors = BIO_MAX_SECTORS;
+	lim->max_secure_erase_sectors = BIO_MAX_SECTORS;
 	lim->max_write_zeroes_sectors = BIO_MAX_SECTORS;
 }
 
@@ -113,19 +121,70 @@ static bool bio_beyond_eod(const struct bio *bio)
 	return nr && (nr > max || bio->bi_iter.bi_sector > max - nr);
 }
 
+static bool bio_misaligned(const struct bio *bio)
+{
+	unsigned int lbs = bdev_logical_block_size(bio->bi_bdev);
+	uint64_t mask = (lbs >> BVEC_SECTOR_SHIFT) - 1;
+
+	return (bio->bi_iter.bi_sector & mask) || (bio->bi_iter.bi_size & (lbs - 1));
+}
+
+/*
+ * The checks Linux's submit_bio_noacct() makes, so a driver sees only bios
+ * it can serve: a driver written for Linux does not check these itself (a
+ * brd or zram port would dereference a flush's missing table, or return
+ * without completing a misaligned discard).  Returns true when the bio must
+ * complete now with *status instead of reaching the driver.
+ */
+static bool bio_check(struct bio *bio, blk_status_t *status)
+{
+	const struct block_device *bdev = bio->bi_bdev;
+
+	*status = BLK_STS_NOTSUPP;
+	if (bio_op(bio) == REQ_OP_FLUSH && !bio->bi_iter.bi_size)
+		bio->bi_opf = REQ_OP_WRITE | REQ_PREFLUSH | (bio->bi_opf & ~REQ_OP_MASK);
+	if (bio_beyond_eod(bio) || bio_misaligned(bio)) {
+		*status = BLK_STS_IOERR;
+		return true;
+	}
+	if (op_is_flush(bio->bi_opf) && !bdev_write_cache(bdev)) {
+		bio->bi_opf &= ~(blk_opf_t)(REQ_PREFLUSH | REQ_FUA);
+		if (!bio->bi_iter.bi_size) {
+			*status = BLK_STS_OK;
+			return true;
+		}
+	}
+	switch (bio_op(bio)) {
+	case REQ_OP_READ:
+	case REQ_OP_WRITE:
+		return false;
+	case REQ_OP_DISCARD:
+		return !bdev_max_discard_sectors(bdev);
+	case REQ_OP_SECURE_ERASE:
+		return !bdev_max_secure_erase_sectors(bdev);
+	case REQ_OP_WRITE_ZEROES:
+		return !bdev_write_zeroes_sectors(bdev);
+	default:
+		return true;
+	}
+}
+
 void submit_bio_noacct(struct bio *bio)
 {
 	struct bio_list on_stack;
 	struct gendisk *disk;
+	blk_status_t status;
 
 	if (!bio->bi_bdev || !bio->bi_bdev->bd_disk ||
 	    !bio->bi_bdev->bd_disk->fops || !bio->bi_bdev->bd_disk->fops->submit_bio) {
 		bio_io_error(bio);
 		return;
 	}
-	if (bio_beyond_eod(bio)) {
-		atomic_fetch_add(&bio->bi_bdev->bd_disk->nr_eod, 1);
-		bio_io_error(bio);
+	if (bio_check(bio, &status)) {
+		if (status)
+			atomic_fetch_add(&bio->bi_bdev->bd_disk->nr_eod, 1);
+		bio->bi_status = status;
+		bio_endio(bio);
 		return;
 	}
 	if (current_bio_list) {
@@ -253,8 +312,10 @@ struct bio *bio_split_to_limits(struct bio *bio)
 					  lim->max_sectors << BVEC_SECTOR_SHIFT);
 		break;
 	case REQ_OP_DISCARD:
-	case REQ_OP_SECURE_ERASE:
 		sectors = split_discard_at(bio, lim, lim->max_discard_sectors);
+		break;
+	case REQ_OP_SECURE_ERASE:
+		sectors = split_discard_at(bio, lim, lim->max_secure_erase_sectors);
 		break;
 	case REQ_OP_WRITE_ZEROES:
 		sectors = split_discard_at(bio, lim, lim->max_write_zeroes_sectors);

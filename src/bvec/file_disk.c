@@ -98,6 +98,7 @@ static void file_submit_bio(struct bio *bio)
 	struct file_disk *fdisk = bio->bi_bdev->bd_disk->private_data;
 	int ret = 0;
 
+	/* An empty REQ_PREFLUSH write is a flush: the data loop adds nothing. */
 	if (bio->bi_opf & REQ_PREFLUSH)
 		ret = file_flush(fdisk);
 	switch (bio_op(bio)) {
@@ -105,10 +106,6 @@ static void file_submit_bio(struct bio *bio)
 	case REQ_OP_WRITE:
 		if (!ret)
 			ret = file_rw(fdisk, bio, bio_op(bio) == REQ_OP_WRITE);
-		break;
-	case REQ_OP_FLUSH:
-		if (!(bio->bi_opf & REQ_PREFLUSH))
-			ret = file_flush(fdisk);
 		break;
 	case REQ_OP_DISCARD:
 	case REQ_OP_SECURE_ERASE:
@@ -152,6 +149,8 @@ struct gendisk *bvec_file_disk_create(int fd, const struct queue_limits *lim)
 		l = *lim;
 	else
 		blk_set_stacking_limits(&l);
+	/* The page cache is a volatile write cache; fdatasync() is its flush. */
+	l.features |= BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA;
 	fdisk = bvec__os_alloc(NULL, sizeof(*fdisk));
 	if (!fdisk) {
 		bvec__set_errno(ENOMEM);

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
  * Compile-time check of the 32-bit layouts, built freestanding with -m32
- * (and -malign-double for the 8-byte-aligned model): bio.h needs only the
- * compiler's own headers, so no 32-bit C library is required.
+ * (and -malign-double for the 8-byte-aligned model): the core headers need
+ * only the compiler's own headers, so no 32-bit C library is required.
  */
-#include <libbvec/bio.h>
+#ifndef BVEC_FREESTANDING
+#define BVEC_FREESTANDING
+#endif
+#include <libbvec/blkdev.h>
 
 #include "abi_layout.h"
 
@@ -12,7 +15,7 @@
 _Static_assert(__SIZEOF_POINTER__ == 4, "build this with -m32");
 #endif
 
-#define EXPECT(a, b, c, d, e, f, g, h, i)                                   \
+#define EXPECT(a, b, c, d, e, f, g, h, i, j, k, l)                          \
 	_Static_assert(sizeof(struct bio_vec) == (a), "bio_vec");          \
 	_Static_assert(sizeof(struct bvec_iter) == (b), "bvec_iter");      \
 	_Static_assert(sizeof(struct bio) == (c), "bio");                  \
@@ -21,7 +24,10 @@ _Static_assert(__SIZEOF_POINTER__ == 4, "build this with -m32");
 	_Static_assert(offsetof(struct bio, bi_max_vecs) == (f), "bi_max_vecs"); \
 	_Static_assert(offsetof(struct bio, bi_io_vec) == (g), "bi_io_vec"); \
 	_Static_assert(offsetof(struct bio, bi_pool) == (h), "bi_pool");   \
-	_Static_assert(sizeof(struct bio_set) == (i), "bio_set");
+	_Static_assert(sizeof(struct bio_set) == (i), "bio_set");          \
+	_Static_assert(sizeof(struct bvec_allocator) == (j), "bvec_allocator"); \
+	_Static_assert(sizeof(struct queue_limits) == (k), "queue_limits"); \
+	_Static_assert(offsetof(struct queue_limits, features) == (l), "features");
 #define EXPAND(x) EXPECT(x)
 
 #if defined(__i386__) && !defined(BVEC_ALIGN_DOUBLE)

@@ -21,7 +21,7 @@ struct u64_in_struct {
 
 struct layout {
 	size_t bio_vec, bvec_iter, bio, bi_iter, bi_end_io, bi_max_vecs, bi_io_vec,
-		bi_pool, bio_set;
+		bi_pool, bio_set, bvec_allocator, queue_limits, features;
 };
 
 static const struct layout lp64 = { ABI_LP64 };
@@ -43,6 +43,9 @@ START_TEST(test_struct_layout)
 	ck_assert_uint_eq(offsetof(struct bio, bi_io_vec), want->bi_io_vec);
 	ck_assert_uint_eq(offsetof(struct bio, bi_pool), want->bi_pool);
 	ck_assert_uint_eq(sizeof(struct bio_set), want->bio_set);
+	ck_assert_uint_eq(sizeof(struct bvec_allocator), want->bvec_allocator);
+	ck_assert_uint_eq(sizeof(struct queue_limits), want->queue_limits);
+	ck_assert_uint_eq(offsetof(struct queue_limits, features), want->features);
 }
 END_TEST
 

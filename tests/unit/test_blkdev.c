@@ -106,16 +106,24 @@ static void resubmit(struct bio *bio)
 
 static const struct block_device_operations resubmit_ops = { resubmit, NULL };
 
+/* A disk with a write cache, so an empty flush reaches its driver. */
+static struct gendisk *cached_disk(void)
+{
+	struct queue_limits lim = { .features = BLK_FEAT_WRITE_CACHE };
+
+	return blk_alloc_disk(&lim, -1);
+}
+
 START_TEST(test_submit_does_not_recurse)
 {
-	struct gendisk *disk = blk_alloc_disk(NULL, -1);
+	struct gendisk *disk = cached_disk();
 	struct self s = { 1000000, UINTPTR_MAX, 0 };
 	struct bio bio;
 
 	s.left = test_scale(1000000);
 	disk->fops = &resubmit_ops;
 	disk->private_data = &s;
-	bio_init(&bio, disk->part0, NULL, 0, REQ_OP_FLUSH);
+	bio_init(&bio, disk->part0, NULL, 0, REQ_OP_WRITE | REQ_PREFLUSH);
 	ck_assert_int_eq(submit_bio_wait(&bio), 0);
 	ck_assert_uint_eq(s.left, (unsigned long)-1);
 	/* Every call ran in the same frame of the outer submit_bio. */
@@ -143,12 +151,151 @@ static const struct block_device_operations async_ops = { async_submit, NULL };
 
 START_TEST(test_submit_bio_wait_async)
 {
-	struct gendisk *disk = blk_alloc_disk(NULL, -1);
+	struct gendisk *disk = cached_disk();
 	struct bio bio;
 
 	disk->fops = &async_ops;
-	bio_init(&bio, disk->part0, NULL, 0, REQ_OP_FLUSH);
+	bio_init(&bio, disk->part0, NULL, 0, REQ_OP_WRITE | REQ_PREFLUSH);
 	ck_assert_int_eq(submit_bio_wait(&bio), -ENOSPC);
+	put_disk(disk);
+}
+END_TEST
+
+/* A driver that records what reached it. */
+struct seen {
+	unsigned int calls;
+	blk_opf_t opf;
+	unsigned int size;
+};
+
+static void record(struct bio *bio)
+{
+	struct seen *s = bio->bi_bdev->bd_disk->private_data;
+
+	s->calls++;
+	s->opf = bio->bi_opf;
+	s->size = bio->bi_iter.bi_size;
+	bio_endio(bio);
+}
+
+static const struct block_device_operations record_ops = { record, NULL };
+
+static struct gendisk *recording_disk(const struct queue_limits *lim, struct seen *s)
+{
+	struct gendisk *disk = blk_alloc_disk(lim, -1);
+
+	ck_assert_ptr_nonnull(disk);
+	disk->fops = &record_ops;
+	disk->private_data = s;
+	set_capacity(disk, 64);
+	memset(s, 0, sizeof(*s));
+	return disk;
+}
+
+/* Submit a bio of @opf over @len bytes of @buf (NULL: no memory) at @sector. */
+static int submit_op(struct gendisk *disk, blk_opf_t opf, sector_t sector,
+		     void *buf, unsigned int len)
+{
+	struct bio_vec table[1];
+	struct bio bio;
+	int ret;
+
+	bio_init(&bio, disk->part0, table, 1, opf);
+	bio.bi_iter.bi_sector = sector;
+	if (buf)
+		bio_add_virt(&bio, buf, len);
+	else
+		bio.bi_iter.bi_size = len;
+	ret = submit_bio_wait(&bio);
+	bio_uninit(&bio);
+	return ret;
+}
+
+/* Without a write cache, flushes and FUA are stripped as Linux strips them. */
+START_TEST(test_submit_filters_flush)
+{
+	static unsigned char buf[4096];
+	struct queue_limits cached = { .features = BLK_FEAT_WRITE_CACHE };
+	struct gendisk *disk;
+	struct seen s;
+
+	disk = recording_disk(NULL, &s);
+	ck_assert(!bdev_write_cache(disk->part0));
+	ck_assert_int_eq(submit_op(disk, REQ_OP_WRITE | REQ_PREFLUSH, 0, NULL, 0), 0);
+	ck_assert_int_eq(submit_op(disk, REQ_OP_FLUSH, 0, NULL, 0), 0);
+	ck_assert_uint_eq(s.calls, 0);
+	ck_assert_int_eq(submit_op(disk, REQ_OP_WRITE | REQ_PREFLUSH | REQ_FUA | REQ_SYNC,
+				   8, buf, 4096), 0);
+	ck_assert_uint_eq(s.calls, 1);
+	ck_assert_uint_eq(s.opf, REQ_OP_WRITE | REQ_SYNC);
+	ck_assert_uint_eq(s.size, 4096);
+	ck_assert_uint_eq(disk->nr_eod, 0);
+	put_disk(disk);
+
+	disk = recording_disk(&cached, &s);
+	ck_assert(bdev_write_cache(disk->part0));
+	ck_assert_int_eq(submit_op(disk, REQ_OP_FLUSH, 0, NULL, 0), 0);
+	ck_assert_uint_eq(s.calls, 1);
+	ck_assert_uint_eq(s.opf, REQ_OP_WRITE | REQ_PREFLUSH); /* Linux's spelling */
+	ck_assert_uint_eq(s.size, 0);
+	ck_assert_int_eq(submit_op(disk, REQ_OP_WRITE | REQ_FUA, 8, buf, 512), 0);
+	ck_assert_uint_eq(s.opf, REQ_OP_WRITE | REQ_FUA);
+	put_disk(disk);
+}
+END_TEST
+
+/* Operations the limits rule out never reach the driver. */
+START_TEST(test_submit_filters_unsupported)
+{
+	struct queue_limits lim = { .max_hw_discard_sectors = 16 };
+	struct gendisk *disk;
+	struct seen s;
+
+	disk = recording_disk(NULL, &s); /* no discard, erase or write-zeroes */
+	ck_assert_int_eq(submit_op(disk, REQ_OP_DISCARD, 0, NULL, 4096), -EOPNOTSUPP);
+	ck_assert_int_eq(submit_op(disk, REQ_OP_SECURE_ERASE, 0, NULL, 4096), -EOPNOTSUPP);
+	ck_assert_int_eq(submit_op(disk, REQ_OP_WRITE_ZEROES, 0, NULL, 4096), -EOPNOTSUPP);
+	ck_assert_int_eq(submit_op(disk, (blk_opf_t)7, 0, NULL, 0), -EOPNOTSUPP);
+	ck_assert_uint_eq(s.calls, 0);
+	ck_assert_uint_eq(disk->nr_eod, 4);
+	put_disk(disk);
+
+	disk = recording_disk(&lim, &s);
+	ck_assert_uint_eq(bdev_max_discard_sectors(disk->part0), 16); /* from the hw limit */
+	ck_assert_int_eq(submit_op(disk, REQ_OP_DISCARD, 0, NULL, 4096), 0);
+	ck_assert_uint_eq(s.calls, 1);
+	ck_assert_uint_eq(s.opf, REQ_OP_DISCARD);
+	put_disk(disk);
+
+	blk_set_stacking_limits(&lim);
+	disk = recording_disk(&lim, &s);
+	ck_assert_int_eq(submit_op(disk, REQ_OP_SECURE_ERASE, 0, NULL, 4096), 0);
+	ck_assert_int_eq(submit_op(disk, REQ_OP_WRITE_ZEROES, 0, NULL, 4096), 0);
+	ck_assert_uint_eq(s.calls, 2);
+	put_disk(disk);
+}
+END_TEST
+
+/* Position and size must be whole logical blocks, for every operation. */
+START_TEST(test_submit_filters_misaligned)
+{
+	static unsigned char buf[8192];
+	struct queue_limits lim;
+	struct gendisk *disk;
+	struct seen s;
+
+	blk_set_stacking_limits(&lim);
+	lim.logical_block_size = 4096;
+	disk = recording_disk(&lim, &s);
+	ck_assert_int_eq(submit_op(disk, REQ_OP_WRITE, 1, buf, 4096), -EIO);
+	ck_assert_int_eq(submit_op(disk, REQ_OP_READ, 0, buf, 512), -EIO);
+	ck_assert_int_eq(submit_op(disk, REQ_OP_DISCARD, 1, NULL, 512), -EIO);
+	ck_assert_int_eq(submit_op(disk, REQ_OP_WRITE_ZEROES, 8, NULL, 4096 + 512), -EIO);
+	ck_assert_uint_eq(s.calls, 0);
+	ck_assert_uint_eq(disk->nr_eod, 4);
+	ck_assert_int_eq(submit_op(disk, REQ_OP_WRITE, 8, buf, 8192), 0);
+	ck_assert_int_eq(submit_op(disk, REQ_OP_DISCARD, 16, NULL, 4096), 0);
+	ck_assert_uint_eq(s.calls, 2);
 	put_disk(disk);
 }
 END_TEST
@@ -410,6 +557,9 @@ int main(void)
 	tcase_add_test(tc, test_submit_rejects_bad_bios);
 	tcase_add_test(tc, test_submit_does_not_recurse);
 	tcase_add_test(tc, test_submit_bio_wait_async);
+	tcase_add_test(tc, test_submit_filters_flush);
+	tcase_add_test(tc, test_submit_filters_unsupported);
+	tcase_add_test(tc, test_submit_filters_misaligned);
 	tcase_add_test(tc, test_split_to_limits);
 	tcase_add_test(tc, test_split_to_limits_discard);
 	tcase_add_test(tc, test_segment_size_no_overflow);
