@@ -200,8 +200,14 @@ static int zblk_open(const char *path, struct fuse_file_info *fi)
 
 	if (f == F_NONE || f == F_ROOT)
 		return f == F_NONE ? -ENOENT : -EISDIR;
-	/* Statistics change all the time: never serve them from a cache. */
-	if (f != F_DISK)
+	/*
+	 * Statistics change all the time: never serve them from a cache.  With
+	 * the writeback cache the kernel owns the disk's size and accepts
+	 * buffered writes past the end without asking (they would fail only at
+	 * fsync, after write() said yes); direct I/O sends each write here,
+	 * where the end of the disk is enforced.
+	 */
+	if (f != F_DISK || zb.writeback)
 		fi->direct_io = 1;
 	return 0;
 }
@@ -226,7 +232,9 @@ static int submit(blk_opf_t op, uint64_t off, void *buf, size_t len)
 /*
  * A file may be read and written at any byte; the device takes sectors.
  * Aligned requests (all that mkfs, the loop driver and fio send) go
- * straight through; others bounce through whole sectors.
+ * straight through; others bounce through whole sectors.  Like a block
+ * device, the disk never grows: a write starting at the end fails with
+ * ENOSPC and one running past it is cut short.
  */
 static int disk_io(char *buf, size_t size, uint64_t off, bool write)
 {
@@ -333,7 +341,10 @@ static int zblk_truncate(const char *path, off_t size, struct fuse_file_info *fi
 	(void)fi;
 	/*
 	 * Like a block device, the disk keeps its size: O_TRUNC (dd, "> disk")
-	 * arrives as a truncation to 0 and is ignored; other sizes are refused.
+	 * arrives as a truncation to 0 (zblk_init turns atomic O_TRUNC off so
+	 * that the kernel learns the unchanged size from the reply, which it
+	 * trusts even with the writeback cache) and is ignored; other sizes
+	 * are refused.
 	 */
 	if (f == F_DISK)
 		return size == 0 || (uint64_t)size == zb.disksize ? 0 : -EINVAL;
@@ -369,13 +380,26 @@ static int zblk_utimens(const char *path, const struct timespec tv[2],
 	return lookup(path) == F_NONE ? -ENOENT : 0;
 }
 
-/* Bytes that are not whole sectors are zeroed by writing zeroes. */
+/*
+ * Bytes that are not whole sectors are zeroed by writing zeroes; a range
+ * inside two sectors can be longer than one, so it goes a sector at a time.
+ */
 static int zero_bytes(uint64_t off, uint64_t len)
 {
 	static const char zeros[512];
-	int ret = len ? disk_io((char *)zeros, (size_t)len, off, true) : 0;
 
-	return ret < 0 ? ret : 0;
+	while (len) {
+		size_t n = len < sizeof(zeros) ? (size_t)len : sizeof(zeros);
+		int ret = disk_io((char *)zeros, n, off, true);
+
+		if (ret < 0)
+			return ret;
+		if ((size_t)ret != n)
+			return -EIO;
+		off += n;
+		len -= n;
+	}
+	return 0;
 }
 
 static int zblk_fallocate(const char *path, int mode, off_t off, off_t len,
@@ -424,6 +448,12 @@ static void *zblk_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	conn->max_readahead = zb.max_write;
 	if (zb.writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+	/*
+	 * With atomic O_TRUNC the kernel sets the disk's size to 0 itself on
+	 * open(O_TRUNC) and, under the writeback cache, never takes zblk's
+	 * size again; without it, O_TRUNC is a truncation zblk answers.
+	 */
+	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
 	if (zb.splice)
 		conn->want |= conn->capable & (FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
 					       FUSE_CAP_SPLICE_MOVE);

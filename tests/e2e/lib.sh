@@ -20,11 +20,29 @@ MNT=$WORK/zblk
 FS=$WORK/fs
 mkdir -p "$MNT" "$FS"
 
+# A sanitized zblk daemonizes with stderr on /dev/null: its reports go to
+# files instead, and any report fails the script.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$WORK/sanitizer"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$WORK/sanitizer"
+
 cleanup() {
+	local status=$? i
 	set +e
 	mountpoint -q "$FS" && umount "$FS"
-	mountpoint -q "$MNT" && fusermount3 -u "$MNT"
+	# A zblk that died leaves a mount that mountpoint(1) cannot stat.
+	fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT" 2>/dev/null
+	# Leaks are reported when zblk exits, after the unmount.
+	for i in $(seq 100); do
+		pgrep -f -- "$MNT" >/dev/null || break
+		sleep 0.1
+	done
+	if compgen -G "$WORK/sanitizer.*" >/dev/null; then
+		cat "$WORK"/sanitizer.* >&2
+		echo "FAIL: zblk's sanitizer reports above" >&2
+		status=1
+	fi
 	rm -rf "$WORK"
+	exit "$status"
 }
 trap cleanup EXIT
 
