@@ -35,6 +35,8 @@ extern "C" {
  * @alloc: return @size bytes aligned for any object, or NULL
  * @free: give back memory from @alloc; @size is the size asked for
  * @ctx: passed to both
+ * @bvec_reserved: private: leave zero (designated initialisers do); room
+ *	to add callbacks without an ABI break
  *
  * Both may be called from any thread that allocates or frees bios, so they
  * must be thread-safe if the bio_set is shared.
@@ -43,6 +45,7 @@ struct bvec_allocator {
 	void *(*alloc)(void *ctx, size_t size);
 	void (*free)(void *ctx, void *ptr, size_t size);
 	void *ctx;
+	void *bvec_reserved[2];
 };
 
 /**

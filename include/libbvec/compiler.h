@@ -11,6 +11,32 @@
  * compatible spelling, so C++ sees the plain type, which has the same size
  * and alignment on every supported ABI; C++ code must only touch such fields
  * through the library's functions.
+ *
+ * How public structs grow without breaking the ABI (one rule, followed by
+ * every header; the layouts are pinned in tests/headers/abi_layout.h):
+ *
+ * - A struct the caller fills in and passes by pointer, once, to a create
+ *   function (zpool_config, zram_config, zpool_page_source) starts with a
+ *   size_t @size that the caller sets to sizeof() as it was compiled.  The
+ *   library reads only the fields that fit in @size and gives the rest
+ *   their defaults; a newer caller on an older library gets -EINVAL.
+ * - A struct that is embedded in the caller's structs or copied by value
+ *   (struct bio, bio_set, queue_limits, bvec_allocator) keeps Linux's shape
+ *   and ends in a private bvec_reserved[] array that must be zero, which
+ *   designated initialisers, memset() and the library's init functions
+ *   guarantee; new fields take reserved room, and zero means "default".
+ *   struct bio and bio_set follow Linux's layout exactly and have no
+ *   reserved room: growing them needs a new SONAME.
+ * - State the caller never reads is opaque: a pointer to an incomplete type
+ *   (struct zpool, struct zram) or, where the caller provides the memory, a
+ *   private array of documented size.
+ *
+ * Symbols: every exported name is in a versioned node of the linker
+ * script (LIBBVEC_0.1, ...), so a program that also links another library
+ * defining kernel names (bio_alloc, submit_bio, ...) gets the version the
+ * symbol was linked against.  An XXH_NAMESPACE-style prefix macro was
+ * considered and not adopted: ported drivers must call the kernel's names,
+ * and a renaming macro would rename their own definitions too.
  */
 #ifndef LIBBVEC_COMPILER_H
 #define LIBBVEC_COMPILER_H

@@ -37,7 +37,8 @@ struct bioset_state {
 };
 
 static const struct bvec_allocator os_allocator = {
-	bvec__os_alloc, bvec__os_free, NULL
+	.alloc = bvec__os_alloc,
+	.free = bvec__os_free,
 };
 
 void *bvec__bs_alloc(struct bio_set *bs, size_t size)

@@ -91,7 +91,7 @@ static unsigned char src[3 * 4096 + 100], dst[3 * 4096 + 100];
 
 static int run(void)
 {
-	struct bvec_allocator a = { arena_alloc, arena_free, 0 };
+	struct bvec_allocator a = { .alloc = arena_alloc, .free = arena_free };
 	struct bio_set bs;
 	struct bio *bio, *front, *copy, *held[2];
 	struct bvec_iter iter;

@@ -76,7 +76,7 @@ static inline void test_free_fn(void *ctx, void *p, size_t size)
 
 static inline struct bvec_allocator test_allocator(struct test_alloc *ta)
 {
-	struct bvec_allocator a = { test_alloc_fn, test_free_fn, ta };
+	struct bvec_allocator a = { .alloc = test_alloc_fn, .free = test_free_fn, .ctx = ta };
 
 	memset(ta, 0, sizeof(*ta));
 	return a;
