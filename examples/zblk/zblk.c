@@ -14,21 +14,27 @@
  * or the zram device, and completes before FUSE gets its reply.
  * fusermount3 -u MOUNTPOINT stops it.  The option "null" stores nothing
  * (reads return zeroes), to measure what FUSE itself costs; max_write=SIZE
- * (default 128K, which bench/fuse_tuning.sh found best), writeback (the kernel's writeback cache) and splice tune
- * FUSE (see bench/fuse_tuning.sh for what each buys).
+ * (default 128K, which bench/fuse_tuning.sh found best), writeback (the
+ * kernel's writeback cache) and splice tune FUSE (see bench/fuse_tuning.sh
+ * for what each buys).  zblk -h lists the options.
  */
 #define FUSE_USE_VERSION 31
 
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse.h>
+#include <fuse_lowlevel.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/falloc.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <libbvec/zram.h>
@@ -37,11 +43,17 @@
 
 #define MAX_STRIPES 16
 
+#define SECTOR BVEC_SECTOR_SIZE
+#define PAGE BVEC_PAGE_SIZE
+
+/* The largest values the options take; sizes are file offsets (off_t). */
+#define MAX_SIZE ((uint64_t)INT64_MAX)
+
 struct zblk {
 	/* options */
-	char *disksize_s, *mem_limit_s, *chunk_s, *algorithm, *max_write_s;
-	unsigned int stripes;
-	int null, writeback, splice;
+	char *disksize_s, *mem_limit_s, *chunk_s, *algorithm, *max_write_s, *stripes_s;
+	char *mountpoint;
+	int null, writeback, splice, help, version;
 	unsigned int max_write;
 	/* devices */
 	uint64_t disksize, chunk;
@@ -50,6 +62,12 @@ struct zblk {
 	struct stripe *stripe;
 	struct gendisk *top;
 	pthread_mutex_t rmw; /* serialises unaligned read-modify-writes */
+	/*
+	 * Every file's times.  The disk's do not follow writes: with
+	 * auto_inval_data a new mtime would make the kernel drop the disk's
+	 * whole page cache at the next read.
+	 */
+	struct timespec mounted;
 };
 
 static struct zblk zb;
@@ -60,11 +78,15 @@ static const struct fuse_opt zblk_opts[] = {
 	OPT("mem_limit=%s", mem_limit_s),
 	OPT("chunk=%s", chunk_s),
 	OPT("algorithm=%s", algorithm),
-	OPT("stripes=%u", stripes),
+	OPT("stripes=%s", stripes_s),
 	OPT("null", null),
 	OPT("max_write=%s", max_write_s),
 	OPT("writeback", writeback),
 	OPT("splice", splice),
+	OPT("-h", help),
+	OPT("--help", help),
+	OPT("-V", version),
+	OPT("--version", version),
 	FUSE_OPT_END
 };
 
@@ -94,26 +116,46 @@ static enum file lookup(const char *path)
 	return F_NONE;
 }
 
-/* "64M", "1G", "4096": bytes, or -1. */
-static int64_t parse_size(const char *s)
+/*
+ * The one parser for every number zblk reads, from options and control
+ * files alike, so that none of them can wrap: decimal digits, then with
+ * @suffix one of K, M, G, T (binary).  -EINVAL when malformed, -ERANGE when
+ * the value exceeds @max; strtoull() is not used because it accepts signs
+ * and spaces and saturates silently.
+ */
+static int parse_number(const char *s, bool suffix, uint64_t max, uint64_t *out)
 {
-	char *end;
-	unsigned long long v;
+	uint64_t v = 0;
+	unsigned int shift = 0;
 
-	if (!s || !*s)
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	case 't': case 'T': v <<= 40; end++; break;
-	default: break;
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		unsigned int d = (unsigned int)(*s - '0');
+
+		if (v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
 	}
-	return *end || v > INT64_MAX ? -1 : (int64_t)v;
+	if (suffix && *s) {
+		const char *units = "kmgt", *u = strchr(units, *s | 0x20);
+
+		if (!u || !*u)
+			return -EINVAL;
+		shift = 10 * (unsigned int)(u - units + 1);
+		s++;
+	}
+	if (*s)
+		return -EINVAL;
+	if (v > max >> shift)
+		return -ERANGE;
+	*out = v << shift;
+	return 0;
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	return parse_number(s, true, MAX_SIZE, out);
 }
 
 /* The stat files, as zram prints them; a stripe sums its children. */
@@ -159,6 +201,7 @@ static int zblk_getattr(const char *path, struct stat *st, struct fuse_file_info
 	memset(st, 0, sizeof(*st));
 	st->st_uid = getuid();
 	st->st_gid = getgid();
+	st->st_atim = st->st_mtim = st->st_ctim = zb.mounted;
 	if (f == F_ROOT) {
 		st->st_mode = S_IFDIR | 0755;
 		st->st_nlink = 2;
@@ -170,7 +213,7 @@ static int zblk_getattr(const char *path, struct stat *st, struct fuse_file_info
 	st->st_nlink = 1;
 	if (f == F_DISK) {
 		st->st_size = (off_t)zb.disksize;
-		st->st_blocks = (blkcnt_t)(zb.disksize / 512);
+		st->st_blocks = (blkcnt_t)(zb.disksize / SECTOR);
 	} else if (f == F_MM_STAT || f == F_IO_STAT || f == F_MEM_LIMIT) {
 		st->st_size = stat_text(f, text, sizeof(text));
 	}
@@ -219,7 +262,7 @@ static int submit(blk_opf_t op, uint64_t off, void *buf, size_t len)
 
 	if (!bio)
 		return -ENOMEM;
-	bio->bi_iter.bi_sector = off >> 9;
+	bio->bi_iter.bi_sector = off >> BVEC_SECTOR_SHIFT;
 	if (buf)
 		bio_add_virt(bio, buf, (unsigned int)len); /* the FUSE buffer itself */
 	else
@@ -251,13 +294,13 @@ static int disk_io(char *buf, size_t size, uint64_t off, bool write)
 			memset(buf, 0, size);
 		return (int)size;
 	}
-	if (!(off % 512) && !(size % 512)) {
+	if (!(off % SECTOR) && !(size % SECTOR)) {
 		ret = submit(write ? REQ_OP_WRITE : REQ_OP_READ, off, buf, size);
 		return ret ? ret : (int)size;
 	}
-	a = off / 512 * 512;
-	b = (off + size + 511) / 512 * 512;
-	tmp = aligned_alloc(4096, (size_t)(b - a + 4095) / 4096 * 4096);
+	a = off / SECTOR * SECTOR;
+	b = (off + size + SECTOR - 1) / SECTOR * SECTOR;
+	tmp = aligned_alloc(PAGE, (size_t)(b - a + PAGE - 1) / PAGE * PAGE);
 	if (!tmp)
 		return -ENOMEM;
 	pthread_mutex_lock(&zb.rmw);
@@ -300,7 +343,7 @@ static int zblk_write(const char *path, const char *buf, size_t size, off_t off,
 	enum file f = lookup(path);
 	char text[64];
 	unsigned int k;
-	int64_t v;
+	uint64_t v;
 
 	(void)fi;
 	if (f == F_DISK)
@@ -315,16 +358,15 @@ static int zblk_write(const char *path, const char *buf, size_t size, off_t off,
 			zram_compact(zb.zram[k]);
 		return (int)size;
 	case F_MEM_LIMIT:
-		v = parse_size(text);
-		if (v < 0)
+		if (parse_size(text, &v))
 			return -EINVAL;
 		for (k = 0; k < zb.n; k++)
-			zram_set_mem_limit(zb.zram[k], (uint64_t)v / zb.n);
+			zram_set_mem_limit(zb.zram[k], v / zb.n);
 		return (int)size;
 	case F_IDLE:
 		if (!strcmp(text, "all"))
 			v = 0;
-		else if ((v = parse_size(text)) <= 0 || v > UINT32_MAX)
+		else if (parse_number(text, false, UINT32_MAX, &v) || !v)
 			return -EINVAL;
 		for (k = 0; k < zb.n; k++)
 			zram_idle_mark(zb.zram[k], (unsigned int)v);
@@ -386,7 +428,7 @@ static int zblk_utimens(const char *path, const struct timespec tv[2],
  */
 static int zero_bytes(uint64_t off, uint64_t len)
 {
-	static const char zeros[512];
+	static const char zeros[SECTOR];
 
 	while (len) {
 		size_t n = len < sizeof(zeros) ? (size_t)len : sizeof(zeros);
@@ -424,8 +466,8 @@ static int zblk_fallocate(const char *path, int mode, off_t off, off_t len,
 		return -EOPNOTSUPP;
 	if (zb.null)
 		return 0;
-	a = (start + 511) / 512 * 512;
-	b = end / 512 * 512;
+	a = (start + SECTOR - 1) / SECTOR * SECTOR;
+	b = end / SECTOR * SECTOR;
 	if (a >= b)
 		return zero_bytes(start, end - start);
 	ret = zero_bytes(start, a - start);
@@ -485,74 +527,257 @@ static int usage_error(const char *msg, const char *arg)
 	return 2;
 }
 
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: zblk [-f] -o disksize=SIZE[,OPTION...] MOUNTPOINT\n"
+		"\n"
+		"zblk options (SIZE: bytes, or with K, M, G or T):\n"
+		"    -o disksize=SIZE       size of MOUNTPOINT/disk, rounded up to a page; required\n"
+		"    -o algorithm=NAME      lz4 (default), lz4hc, or zstd where built\n"
+		"    -o mem_limit=SIZE      most memory the data may use; 0 for none\n"
+		"    -o stripes=N           spread the disk over N zram devices (1 to 16)\n"
+		"    -o chunk=SIZE          stripe chunk, a power of two of at least a page (64K)\n"
+		"    -o max_write=SIZE      largest FUSE request, 4K to 16M (128K)\n"
+		"    -o writeback           the kernel's writeback cache (the disk is then direct I/O)\n"
+		"    -o splice              move data with splice\n"
+		"    -o null                store nothing, read zeroes: FUSE's own cost\n"
+		"    -h, --help             this help, then FUSE's options\n"
+		"    -V, --version          the versions of libbvec and FUSE\n");
+}
+
+/* Sizes in messages, in the largest unit that divides them. */
+static const char *size_text(uint64_t v, char *buf, size_t len)
+{
+	static const char units[] = "KMGT";
+	int u = -1;
+
+	while (u < 3 && v && !(v & 1023)) {
+		v >>= 10;
+		u++;
+	}
+	snprintf(buf, len, "%" PRIu64 "%s", v, u < 0 ? "" : (char[]){ units[u], 0 });
+	return buf;
+}
+
+/* zram numbers a device's pages in 32 bits (newer <libbvec/zram.h> says so). */
+#ifndef ZRAM_MAX_DISKSIZE
+#define ZRAM_MAX_DISKSIZE ((uint64_t)UINT32_MAX << BVEC_PAGE_SHIFT)
+#endif
+
 static int make_devices(void)
 {
 	struct gendisk *children[MAX_STRIPES];
 	struct zram_config cfg = ZRAM_CONFIG_INIT;
 	uint64_t per, limit = 0;
 	unsigned int k;
+	char text[32], msg[160];
 
 	if (zb.mem_limit_s)
-		limit = (uint64_t)parse_size(zb.mem_limit_s);
+		(void)parse_size(zb.mem_limit_s, &limit); /* checked already */
 	per = zb.disksize / zb.n / zb.chunk * zb.chunk;
 	if (zb.n > 1 && !per)
 		return usage_error("disksize is smaller than one chunk per stripe", zb.disksize_s);
 	cfg.disksize = zb.n > 1 ? per : zb.disksize;
+	if (cfg.disksize > ZRAM_MAX_DISKSIZE) {
+		snprintf(msg, sizeof(msg), "disksize too large: zram takes at most %s%s",
+			 size_text(ZRAM_MAX_DISKSIZE, text, sizeof(text)),
+			 zb.n > 1 ? " per stripe" : "");
+		return usage_error(msg, zb.disksize_s);
+	}
 	cfg.compressor = zb.algorithm;
 	cfg.mem_limit = limit / zb.n;
 	for (k = 0; k < zb.n; k++) {
 		zb.zram[k] = zram_create(&cfg);
-		if (!zb.zram[k])
-			return usage_error(errno == EINVAL ? "bad algorithm" : "out of memory",
-					   zb.algorithm);
+		if (!zb.zram[k]) {
+			snprintf(msg, sizeof(msg), "cannot create a zram device of %s: %s",
+				 size_text(cfg.disksize, text, sizeof(text)), strerror(errno));
+			return usage_error(msg, NULL);
+		}
 		children[k] = zram_disk(zb.zram[k]);
 	}
 	if (zb.n == 1) {
 		zb.top = children[0];
 		return 0;
 	}
-	zb.stripe = stripe_create(children, zb.n, (unsigned int)(zb.chunk / 512));
-	if (!zb.stripe)
-		return usage_error("cannot create the stripe device", NULL);
+	zb.stripe = stripe_create(children, zb.n, (unsigned int)(zb.chunk / SECTOR));
+	if (!zb.stripe) {
+		snprintf(msg, sizeof(msg), "cannot create the stripe device: %s", strerror(errno));
+		return usage_error(msg, NULL);
+	}
 	zb.top = stripe_disk(zb.stripe);
-	zb.disksize = get_capacity(zb.top) * 512;
+	zb.disksize = get_capacity(zb.top) * SECTOR;
 	return 0;
+}
+
+/* "bad NAME" or "NAME too large" for a value that does not parse. */
+static int bad_value(int err, const char *name, const char *arg)
+{
+	char msg[64];
+
+	snprintf(msg, sizeof(msg), err == -ERANGE ? "%s too large" : "bad %s", name);
+	return usage_error(msg, arg);
 }
 
 /* Checks the options; 0, or the exit status with a message printed. */
 static int check_options(void)
 {
-	int64_t v;
+	/* The stripe driver counts a chunk's sectors in an unsigned int. */
+	const uint64_t max_chunk = ((uint64_t)UINT_MAX / 2 + 1) * SECTOR;
+	char text[32], msg[96];
+	uint64_t v;
+	int err;
 
 	if (!zb.disksize_s)
 		return usage_error("-o disksize=SIZE is required", NULL);
-	v = parse_size(zb.disksize_s);
-	if (v < 4096)
-		return usage_error("bad disksize", zb.disksize_s);
-	zb.disksize = (uint64_t)v / 4096 * 4096;
-	if (zb.mem_limit_s && parse_size(zb.mem_limit_s) < 0)
-		return usage_error("bad mem_limit", zb.mem_limit_s);
-	if (zb.stripes < 1 || zb.stripes > MAX_STRIPES)
-		return usage_error("stripes must be 1 to 16", NULL);
+	if ((err = parse_size(zb.disksize_s, &v)) || !v)
+		return bad_value(err, "disksize", zb.disksize_s);
+	/* zram rounds up to whole pages (PAGE_ALIGN); so does zblk. */
+	if (v > MAX_SIZE / PAGE * PAGE)
+		return bad_value(-ERANGE, "disksize", zb.disksize_s);
+	zb.disksize = (v + PAGE - 1) / PAGE * PAGE;
+	if (zb.mem_limit_s && (err = parse_size(zb.mem_limit_s, &v)))
+		return bad_value(err, "mem_limit", zb.mem_limit_s);
+	v = 1;
+	if (zb.stripes_s && parse_number(zb.stripes_s, false, MAX_STRIPES, &v))
+		v = 0;
+	if (v < 1 || v > MAX_STRIPES)
+		return usage_error("stripes must be 1 to 16", zb.stripes_s);
+	zb.n = (unsigned int)v;
 	zb.chunk = 64 * 1024;
 	if (zb.chunk_s) {
-		v = parse_size(zb.chunk_s);
-		if (v < (int64_t)BVEC_PAGE_SIZE || (v & (v - 1)))
+		err = parse_size(zb.chunk_s, &v);
+		if (err || v < PAGE || (v & (v - 1)))
 			return usage_error("chunk must be a power of two of at least a page",
 					   zb.chunk_s);
-		zb.chunk = (uint64_t)v;
+		if (v > max_chunk) {
+			snprintf(msg, sizeof(msg), "chunk too large for the stripe driver: at most %s",
+				 size_text(max_chunk, text, sizeof(text)));
+			return usage_error(msg, zb.chunk_s);
+		}
+		zb.chunk = v;
 	}
 	if (zb.algorithm && !zpool_has_compressor(zb.algorithm))
 		return usage_error("unknown algorithm", zb.algorithm);
 	zb.max_write = 128u << 10;
 	if (zb.max_write_s) {
-		v = parse_size(zb.max_write_s);
-		if (v < 4096 || v > (16 << 20))
+		if (parse_size(zb.max_write_s, &v) || v < (4u << 10) || v > (16u << 20))
 			return usage_error("max_write must be 4K to 16M", zb.max_write_s);
 		zb.max_write = (unsigned int)v;
 	}
-	zb.n = zb.stripes;
 	return 0;
+}
+
+/* /proc/self/mountinfo escapes space, tab, newline and backslash as \ooo. */
+static void unescape(char *s)
+{
+	char *d = s;
+
+	for (; *s; s++, d++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*d = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+			s += 3;
+		} else {
+			*d = *s;
+		}
+	}
+	*d = 0;
+}
+
+/*
+ * Is @path (a directory) a mount point?  A different device from its
+ * parent's says so; a bind mount of the same filesystem does not change
+ * the device, so the mount table is read as well where there is one.
+ */
+static bool is_mount_point(const char *path, const struct stat *st)
+{
+	char *up = malloc(strlen(path) + 4), *real = realpath(path, NULL), line[8192];
+	struct stat parent;
+	bool mounted = false;
+	FILE *f;
+
+	if (up) {
+		sprintf(up, "%s/..", path);
+		mounted = !stat(up, &parent) &&
+			  (parent.st_dev != st->st_dev || parent.st_ino == st->st_ino);
+		free(up);
+	}
+	f = real && !mounted ? fopen("/proc/self/mountinfo", "r") : NULL;
+	while (f && !mounted && fgets(line, sizeof(line), f)) {
+		char *field = line, *end;
+		int i;
+
+		for (i = 0; i < 4 && field; i++) {
+			field = strchr(field, ' ');
+			field = field ? field + 1 : NULL;
+		}
+		if (!field || !(end = strchr(field, ' ')))
+			continue;
+		*end = 0;
+		unescape(field);
+		mounted = !strcmp(field, real);
+	}
+	if (f)
+		fclose(f);
+	free(real);
+	return mounted;
+}
+
+static int check_mountpoint(const char *path)
+{
+	struct stat st;
+	char msg[96];
+
+	if (stat(path, &st)) {
+		snprintf(msg, sizeof(msg), "cannot use MOUNTPOINT: %s", strerror(errno));
+		return usage_error(msg, path);
+	}
+	if (!S_ISDIR(st.st_mode))
+		return usage_error("MOUNTPOINT is not a directory", path);
+	if (is_mount_point(path, &st))
+		return usage_error("MOUNTPOINT is already a mount point", path);
+	return 0;
+}
+
+/* Keeps every argument for FUSE, noting the first non-option: MOUNTPOINT. */
+static int keep_arg(void *data, const char *arg, int key, struct fuse_args *args)
+{
+	(void)data;
+	(void)args;
+	if (key == FUSE_OPT_KEY_NONOPT && !zb.mountpoint)
+		zb.mountpoint = strdup(arg);
+	return 1;
+}
+
+static int run(struct fuse_args *args)
+{
+	int ret;
+
+	if (zb.help) {
+		usage(stdout);
+		printf("\nFUSE options:\n");
+		fflush(stdout);
+		fuse_cmdline_help();
+		fuse_lib_help(args);
+		return 0;
+	}
+	if (zb.version) {
+		printf("zblk (libbvec) %s\nFUSE library version %s\n", bvec_version_string(),
+		       fuse_pkgversion());
+		return 0;
+	}
+	if (!zb.mountpoint) {
+		usage(stderr);
+		return 2;
+	}
+	if ((ret = check_options()) || (ret = check_mountpoint(zb.mountpoint)))
+		return ret;
+	clock_gettime(CLOCK_REALTIME, &zb.mounted);
+	pthread_mutex_init(&zb.rmw, NULL);
+	if (!zb.null && (ret = make_devices()))
+		return ret;
+	return fuse_main(args->argc, args->argv, &zblk_ops, NULL);
 }
 
 int main(int argc, char *argv[])
@@ -561,15 +786,10 @@ int main(int argc, char *argv[])
 	unsigned int k;
 	int ret;
 
-	zb.stripes = 1;
-	if (fuse_opt_parse(&args, &zb, zblk_opts, NULL) == -1)
-		return usage_error("cannot parse options", NULL);
-	ret = check_options();
-	if (!ret) {
-		pthread_mutex_init(&zb.rmw, NULL);
-		if (zb.null || !(ret = make_devices()))
-			ret = fuse_main(args.argc, args.argv, &zblk_ops, NULL);
-	}
+	if (fuse_opt_parse(&args, &zb, zblk_opts, keep_arg) == -1)
+		ret = usage_error("cannot parse options", NULL);
+	else
+		ret = run(&args);
 	stripe_destroy(zb.stripe);
 	for (k = 0; k < zb.n; k++)
 		zram_destroy(zb.zram[k]);
@@ -579,5 +799,7 @@ int main(int argc, char *argv[])
 	free(zb.chunk_s);
 	free(zb.algorithm);
 	free(zb.max_write_s);
+	free(zb.stripes_s);
+	free(zb.mountpoint);
 	return ret;
 }
