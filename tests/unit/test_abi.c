@@ -70,11 +70,15 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("abi");
-	TCase *tc = tcase_create("layout");
+	const TTest *const layout[] = {
+		test_struct_layout,
+		test_kernel_field_types,
+		NULL
+	};
+	const struct test_group groups[] = {
+		{ .name = "layout", .tests = layout },
+		{ .name = NULL },
+	};
 
-	tcase_add_test(tc, test_struct_layout);
-	tcase_add_test(tc, test_kernel_field_types);
-	suite_add_tcase(s, tc);
-	return test_run(s);
+	return test_main("abi", groups);
 }

@@ -567,33 +567,36 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("bio");
-	TCase *tc = tcase_create("core");
-	TCase *chain = tcase_create("chain");
+	const TTest *const core[] = {
+		test_add_page_merges_only_contiguous,
+		test_add_page_size_overflow,
+		test_predicates,
+		test_advance_iter_ops,
+		test_split_shares_table,
+		test_split_invalid,
+		test_clone,
+		test_trim,
+		test_truncate_zeroes_read_tail,
+		test_copy_data,
+		test_refcount,
+		test_reset_keeps_table,
+		test_integrity_moves_in_intervals,
+		test_status_conversions,
+		NULL
+	};
+	const TTest *const chain[] = {
+		test_chain_completes_once,
+		test_chain_keeps_parent_error,
+		test_chain_direct_end_io,
+		test_million_link_chain,
+		test_chain_threads,
+		NULL
+	};
+	const struct test_group groups[] = {
+		{ .name = "core", .tests = core, .setup = setup, .teardown = teardown },
+		{ .name = "chain", .tests = chain, .timeout = 120 },
+		{ .name = NULL },
+	};
 
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_add_page_merges_only_contiguous);
-	tcase_add_test(tc, test_add_page_size_overflow);
-	tcase_add_test(tc, test_predicates);
-	tcase_add_test(tc, test_advance_iter_ops);
-	tcase_add_test(tc, test_split_shares_table);
-	tcase_add_test(tc, test_split_invalid);
-	tcase_add_test(tc, test_clone);
-	tcase_add_test(tc, test_trim);
-	tcase_add_test(tc, test_truncate_zeroes_read_tail);
-	tcase_add_test(tc, test_copy_data);
-	tcase_add_test(tc, test_refcount);
-	tcase_add_test(tc, test_reset_keeps_table);
-	tcase_add_test(tc, test_integrity_moves_in_intervals);
-	tcase_add_test(tc, test_status_conversions);
-	suite_add_tcase(s, tc);
-
-	tcase_set_timeout(chain, 120);
-	tcase_add_test(chain, test_chain_completes_once);
-	tcase_add_test(chain, test_chain_keeps_parent_error);
-	tcase_add_test(chain, test_chain_direct_end_io);
-	tcase_add_test(chain, test_million_link_chain);
-	tcase_add_test(chain, test_chain_threads);
-	suite_add_tcase(s, chain);
-	return test_run(s);
+	return test_main("bio", groups);
 }

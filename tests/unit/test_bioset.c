@@ -273,18 +273,21 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("bioset");
-	TCase *tc = tcase_create("alloc");
+	const TTest *const alloc[] = {
+		test_front_pad,
+		test_invalid_calls,
+		test_default_set,
+		test_every_size_class,
+		test_small_table_free_path,
+		test_reserve_waits,
+		test_init_failure_injection,
+		test_workload_failure_injection,
+		NULL
+	};
+	const struct test_group groups[] = {
+		{ .name = "alloc", .tests = alloc, .timeout = 120 },
+		{ .name = NULL },
+	};
 
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, test_front_pad);
-	tcase_add_test(tc, test_invalid_calls);
-	tcase_add_test(tc, test_default_set);
-	tcase_add_test(tc, test_every_size_class);
-	tcase_add_test(tc, test_small_table_free_path);
-	tcase_add_test(tc, test_reserve_waits);
-	tcase_add_test(tc, test_init_failure_injection);
-	tcase_add_test(tc, test_workload_failure_injection);
-	suite_add_tcase(s, tc);
-	return test_run(s);
+	return test_main("bioset", groups);
 }

@@ -549,22 +549,25 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("blkdev");
-	TCase *tc = tcase_create("device");
+	const TTest *const device[] = {
+		test_limits_defaults_and_validation,
+		test_submit_rejects_bad_bios,
+		test_submit_does_not_recurse,
+		test_submit_bio_wait_async,
+		test_submit_filters_flush,
+		test_submit_filters_unsupported,
+		test_submit_filters_misaligned,
+		test_split_to_limits,
+		test_split_to_limits_discard,
+		test_segment_size_no_overflow,
+		test_iovec_bridge,
+		test_file_disk_many_segments,
+		NULL
+	};
+	const struct test_group groups[] = {
+		{ .name = "device", .tests = device, .timeout = 120 },
+		{ .name = NULL },
+	};
 
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, test_limits_defaults_and_validation);
-	tcase_add_test(tc, test_submit_rejects_bad_bios);
-	tcase_add_test(tc, test_submit_does_not_recurse);
-	tcase_add_test(tc, test_submit_bio_wait_async);
-	tcase_add_test(tc, test_submit_filters_flush);
-	tcase_add_test(tc, test_submit_filters_unsupported);
-	tcase_add_test(tc, test_submit_filters_misaligned);
-	tcase_add_test(tc, test_split_to_limits);
-	tcase_add_test(tc, test_split_to_limits_discard);
-	tcase_add_test(tc, test_segment_size_no_overflow);
-	tcase_add_test(tc, test_iovec_bridge);
-	tcase_add_test(tc, test_file_disk_many_segments);
-	suite_add_tcase(s, tc);
-	return test_run(s);
+	return test_main("blkdev", groups);
 }

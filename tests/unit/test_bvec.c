@@ -187,16 +187,20 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("bvec");
-	TCase *tc = tcase_create("iter");
+	const TTest *const iter[] = {
+		test_page_helpers,
+		test_segment_synthesis,
+		test_advance,
+		test_over_advance_clamps,
+		test_advance_single,
+		test_zero_length_bvecs,
+		test_for_each_splits_pages,
+		NULL
+	};
+	const struct test_group groups[] = {
+		{ .name = "iter", .tests = iter },
+		{ .name = NULL },
+	};
 
-	tcase_add_test(tc, test_page_helpers);
-	tcase_add_test(tc, test_segment_synthesis);
-	tcase_add_test(tc, test_advance);
-	tcase_add_test(tc, test_over_advance_clamps);
-	tcase_add_test(tc, test_advance_single);
-	tcase_add_test(tc, test_zero_length_bvecs);
-	tcase_add_test(tc, test_for_each_splits_pages);
-	suite_add_tcase(s, tc);
-	return test_run(s);
+	return test_main("bvec", groups);
 }

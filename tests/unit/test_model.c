@@ -515,12 +515,19 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("model");
-	TCase *tc = tcase_create("property");
+	const TTest *const sequences[] = {
+		test_random_sequences,
+		NULL
+	};
+	const TTest *const chains[] = {
+		test_random_chains,
+		NULL
+	};
+	const struct test_group groups[] = {
+		{ .name = "sequences", .tests = sequences, .timeout = 600, .loops = 4 },
+		{ .name = "chains", .tests = chains, .timeout = 600 },
+		{ .name = NULL },
+	};
 
-	tcase_set_timeout(tc, 600);
-	tcase_add_loop_test(tc, test_random_sequences, 0, 4);
-	tcase_add_test(tc, test_random_chains);
-	suite_add_tcase(s, tc);
-	return test_run(s);
+	return test_main("model", groups);
 }

@@ -186,13 +186,16 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("stripe");
-	TCase *tc = tcase_create("raid0");
+	const TTest *const raid0[] = {
+		test_over_zram,
+		test_over_files,
+		test_first_error_reaches_parent,
+		NULL
+	};
+	const struct test_group groups[] = {
+		{ .name = "raid0", .tests = raid0, .timeout = 300 },
+		{ .name = NULL },
+	};
 
-	tcase_set_timeout(tc, 300);
-	tcase_add_test(tc, test_over_zram);
-	tcase_add_test(tc, test_over_files);
-	tcase_add_test(tc, test_first_error_reaches_parent);
-	suite_add_tcase(s, tc);
-	return test_run(s);
+	return test_main("stripe", groups);
 }

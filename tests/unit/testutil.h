@@ -91,7 +91,7 @@ static inline unsigned char *test_pages(size_t pages)
 	return p;
 }
 
-/* One Check runner per module: exit status 0 only if everything passed. */
+/* One Check runner per suite: exit status 0 only if everything passed. */
 static inline int test_run(Suite *s)
 {
 	SRunner *sr = srunner_create(s);
@@ -101,6 +101,44 @@ static inline int test_run(Suite *s)
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+/*
+ * A test program is a table: groups of tests (one Check TCase each) with
+ * their timeout, fixture and loop count.  Test pointers from START_TEST are
+ * variables, not constants, so the tables live inside main().
+ */
+struct test_group {
+	const char *name;
+	const TTest *const *tests;	/* NULL-terminated */
+	int timeout;			/* seconds; 0 for Check's default */
+	void (*setup)(void);		/* checked fixture, or NULL */
+	void (*teardown)(void);
+	int loops;			/* > 0: each test runs for _i in [0, loops) */
+};
+
+/* Run one suite of @groups (ended by a NULL name): exit status 0 only if all passed. */
+static inline int test_main(const char *suite, const struct test_group *groups)
+{
+	Suite *s = suite_create(suite);
+
+	for (; groups->name; groups++) {
+		TCase *tc = tcase_create(groups->name);
+		const TTest *const *t;
+
+		if (groups->timeout)
+			tcase_set_timeout(tc, groups->timeout);
+		if (groups->setup || groups->teardown)
+			tcase_add_checked_fixture(tc, groups->setup, groups->teardown);
+		for (t = groups->tests; *t; t++) {
+			if (groups->loops)
+				tcase_add_loop_test(tc, *t, 0, groups->loops);
+			else
+				tcase_add_test(tc, *t);
+		}
+		suite_add_tcase(s, tc);
+	}
+	return test_run(s);
 }
 
 #endif
