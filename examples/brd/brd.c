@@ -53,9 +53,11 @@ static int brd_alloc(struct brd_device *brd)
 	};
 
 	brd->data = calloc(BRD_SECTORS, SECTOR_SIZE);
-	brd->disk = blk_alloc_disk(&lim, -1);
-	if (!brd->data || !brd->disk)
+	if (!brd->data)
 		return -ENOMEM;
+	brd->disk = blk_alloc_disk(&lim, -1); /* ERR_PTR on failure, as in 6.9+ */
+	if (IS_ERR(brd->disk))
+		return PTR_ERR(brd->disk);
 	brd->disk->fops = &brd_fops;
 	brd->disk->private_data = brd;
 	set_capacity(brd->disk, BRD_SECTORS);

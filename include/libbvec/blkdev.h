@@ -91,6 +91,14 @@ struct queue_limits {
 struct gendisk;
 
 /**
+ * struct module - opaque: a loadable module; userspace has none
+ *
+ * Never defined; it exists so &struct block_device_operations can carry
+ * Linux's @owner field.  <libbvec/linux.h> defines THIS_MODULE as NULL.
+ */
+struct module;
+
+/**
  * struct block_device - what a bio targets
  * @bd_disk: the disk
  */
@@ -103,10 +111,14 @@ struct block_device {
  * @submit_bio: take a bio; complete it with bio_endio() now or later, from
  *	any thread.  May submit further bios to any device.
  * @free_disk: optional; called by put_disk() before the disk is freed
+ * @owner: the module implementing the operations (THIS_MODULE); never read,
+ *	there for Linux's designated initialisers.  Last, so that tables
+ *	compiled before it existed remain valid.
  */
 struct block_device_operations {
 	void (*submit_bio)(struct bio *bio);
 	void (*free_disk)(struct gendisk *disk);
+	struct module *owner;
 };
 
 /**
@@ -143,7 +155,8 @@ struct gendisk {
  * Return: the disk with capacity 0, or NULL with errno EINVAL (limits that
  * cannot work: block size not a power of two from 512 to the page size,
  * max_segment_size below the page size, boundary mask below page size - 1)
- * or ENOMEM.
+ * or ENOMEM.  Code that includes <libbvec/linux.h> gets Linux 6.9+'s
+ * convention instead: ERR_PTR(-EINVAL) or ERR_PTR(-ENOMEM), never NULL.
  */
 BVEC_API struct gendisk *blk_alloc_disk(const struct queue_limits *lim,
 					int node);
@@ -295,6 +308,107 @@ static inline void bio_wouldblock_error(struct bio *bio)
 	bio->bi_status = BLK_STS_AGAIN;
 	bio_endio(bio);
 }
+
+/**
+ * enum bvec_stat_group - the groups /sys/block/<disk>/stat counts apart
+ * @BVEC_STAT_READ: REQ_OP_READ
+ * @BVEC_STAT_WRITE: every other operation that writes (op_is_write()):
+ *	WRITE, SECURE_ERASE, WRITE_ZEROES
+ * @BVEC_STAT_DISCARD: REQ_OP_DISCARD
+ * @BVEC_STAT_FLUSH: an empty REQ_OP_WRITE | REQ_PREFLUSH (a flush)
+ * @BVEC_NR_STAT_GROUPS: the number of groups
+ */
+enum bvec_stat_group {
+	BVEC_STAT_READ,
+	BVEC_STAT_WRITE,
+	BVEC_STAT_DISCARD,
+	BVEC_STAT_FLUSH,
+	BVEC_NR_STAT_GROUPS
+};
+
+/**
+ * struct bvec_disk_stat - a disk's I/O statistics, as /sys/block/<disk>/stat
+ * @ios: completed I/Os per group
+ * @merges: merged I/Os per group; always 0 (bio-based devices do not merge)
+ * @sectors: 512-byte sectors transferred per group (0 for flushes)
+ * @ticks: milliseconds spent on the group's I/Os, from bio_start_io_acct()
+ *	to bio_end_io_acct(), summed over I/Os
+ * @in_flight: I/Os started and not yet ended, [0] reads, [1] writes
+ *	(everything op_is_write(), discards included, as Linux counts them)
+ * @io_ticks: milliseconds during which at least one I/O was in flight
+ * @time_in_queue: the sum of @ticks over all groups, milliseconds
+ * @bvec_reserved: private: zero; room to grow without an ABI break
+ *
+ * /sys/block/<disk>/stat prints, in order: ios, merges, sectors and ticks
+ * of READ, the same of WRITE, in_flight[0] + in_flight[1], io_ticks,
+ * time_in_queue, the four of DISCARD, then ios and ticks of FLUSH.  Only
+ * I/O that drivers account with bio_start_io_acct() counts.
+ */
+struct bvec_disk_stat {
+	uint64_t ios[BVEC_NR_STAT_GROUPS];
+	uint64_t merges[BVEC_NR_STAT_GROUPS];
+	uint64_t sectors[BVEC_NR_STAT_GROUPS];
+	uint64_t ticks[BVEC_NR_STAT_GROUPS];
+	uint64_t in_flight[2];
+	uint64_t io_ticks;
+	uint64_t time_in_queue;
+	uint64_t bvec_reserved[4];
+};
+
+/**
+ * bio_start_io_acct() - account the start of a bio's I/O
+ * @bio: the bio; its device (bi_bdev) is the disk that counts it
+ *
+ * For drivers, as in Linux: call it when the driver starts serving a bio
+ * and pass its result to bio_end_io_acct() when done.  Counts the bio in
+ * flight on its disk.  Thread-safe (atomic counters); no lock is held.  A
+ * bio without a device is not counted, and neither is its end.
+ *
+ * Return: the start time, an opaque reading of a monotonic clock (in
+ * microseconds; Linux returns jiffies) for bio_end_io_acct().
+ */
+BVEC_API unsigned long bio_start_io_acct(struct bio *bio);
+
+/**
+ * bio_end_io_acct_remapped() - account the end of a bio's I/O on a device
+ * @bio: the bio; its operation and its remaining size (bio_sectors()) count
+ * @start_time: what bio_start_io_acct() returned for it
+ * @orig_bdev: the device bio_start_io_acct() counted it on (the bio may
+ *	have been remapped to another since)
+ *
+ * Counts one completed I/O of the bio's group, its sectors, and the time
+ * since @start_time; takes it out of flight.  Durations are computed modulo
+ * the width of unsigned long, so on 32-bit targets an I/O longer than 71
+ * minutes is under-counted.  Thread-safe.
+ */
+BVEC_API void bio_end_io_acct_remapped(struct bio *bio, unsigned long start_time,
+				       struct block_device *orig_bdev);
+
+/**
+ * bio_end_io_acct() - account the end of a bio's I/O
+ * @bio: the bio, on the device it was started on
+ * @start_time: what bio_start_io_acct() returned for it
+ *
+ * Call it before bio_endio(), while the bio is still the driver's.
+ */
+static inline void bio_end_io_acct(struct bio *bio, unsigned long start_time)
+{
+	bio_end_io_acct_remapped(bio, start_time, bio->bi_bdev);
+}
+
+/**
+ * bvec_disk_stat() - read a disk's I/O statistics
+ * @disk: a disk from blk_alloc_disk()
+ * @st: receives the statistics; the caller owns it
+ *
+ * Each counter is read atomically, but not all at one instant: while I/O
+ * runs, the set may mix moments (as /sys/block/<disk>/stat does).  While
+ * I/O is in flight, io_ticks is first brought up to now, which is why
+ * @disk is not const.  Thread-safe; no lock is taken.
+ *
+ * Return: 0, or -EINVAL if @disk or @st is NULL.
+ */
+BVEC_API int bvec_disk_stat(struct gendisk *disk, struct bvec_disk_stat *st);
 
 /**
  * submit_bio() - send a bio to its device

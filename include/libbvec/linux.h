@@ -2,11 +2,22 @@
 /**
  * DOC: libbvec/linux.h - opt-in kernel spellings for ported driver code
  *
- * Include this instead of <linux/bio.h>, <linux/blkdev.h> and
- * <linux/kernel.h> when porting a driver; programs that do not include it
- * see none of these short names.  WARN_ON and WARN_ON_ONCE print to stderr
- * and evaluate to the condition; BUG_ON warns instead of stopping, because
- * a library must not abort its host.
+ * Include this instead of <linux/bio.h>, <linux/blkdev.h>,
+ * <linux/highmem.h>, <linux/module.h> and <linux/kernel.h> when porting a
+ * driver; programs that do not include it see none of these short names.
+ * It includes <libbvec/kernel.h> (bits, error pointers, atomics, pages).
+ * WARN_ON and WARN_ON_ONCE print to stderr and evaluate to the condition;
+ * BUG_ON warns instead of stopping, because a library must not abort its
+ * host.
+ *
+ * PAGE_SIZE, PAGE_SHIFT, SECTOR_SHIFT, SECTOR_SIZE, PAGE_SECTORS and
+ * PAGE_SECTORS_SHIFT are integer constant expressions the preprocessor can
+ * evaluate, so "#if PAGE_SIZE != 4096" works as in the kernel; PAGE_SIZE
+ * is an unsigned long, as in Linux.
+ *
+ * blk_alloc_disk() changes meaning here: as in Linux 6.9+, it returns
+ * ERR_PTR(-errno) on failure, never NULL.  Code that does not include this
+ * header gets the library's NULL-and-errno convention.
  */
 #ifndef LIBBVEC_LINUX_H
 #define LIBBVEC_LINUX_H
@@ -17,12 +28,24 @@
 
 #include <libbvec/bio.h>
 #include <libbvec/blkdev.h>
+#include <libbvec/kernel.h>
 
+/*
+ * Spelled without casts so #if can test them.  1UL << PAGE_SHIFT has the
+ * same value as BVEC_PAGE_SIZE (a size_t) and Linux's type.
+ */
 #define PAGE_SHIFT BVEC_PAGE_SHIFT
-#define PAGE_SIZE BVEC_PAGE_SIZE
+#define PAGE_SIZE (1UL << PAGE_SHIFT)
 #define PAGE_MASK (~(PAGE_SIZE - 1))
 #define SECTOR_SHIFT BVEC_SECTOR_SHIFT
 #define SECTOR_SIZE BVEC_SECTOR_SIZE
+/* Sectors per page, and its log2; SECTOR_MASK masks a sector's page offset. */
+#define PAGE_SECTORS_SHIFT (PAGE_SHIFT - SECTOR_SHIFT)
+#define PAGE_SECTORS (1 << PAGE_SECTORS_SHIFT)
+#define SECTOR_MASK (PAGE_SECTORS - 1)
+
+/* Modules do not exist: every driver is built in, as with CONFIG_MODULES=n. */
+#define THIS_MODULE ((struct module *)0)
 
 #ifndef READ
 #define READ 0
@@ -38,18 +61,64 @@ typedef int16_t s16;
 typedef int32_t s32;
 typedef int64_t s64;
 
+/**
+ * likely() - branch hint: @x is usually true
+ * @x: condition
+ */
 #define likely(x) __builtin_expect(!!(x), 1)
+/**
+ * unlikely() - branch hint: @x is usually false
+ * @x: condition
+ */
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+/**
+ * container_of() - the struct that contains a member
+ * @ptr: pointer to the member
+ * @type: the containing struct's type
+ * @member: the member's name in @type
+ */
 #define container_of(ptr, type, member)                                     \
 	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 
+/**
+ * min() - the smaller of two values (each evaluated twice)
+ * @a: a value
+ * @b: a value of a compatible type
+ */
 #define min(a, b) ((a) < (b) ? (a) : (b))
+/**
+ * max() - the larger of two values (each evaluated twice)
+ * @a: a value
+ * @b: a value of a compatible type
+ */
 #define max(a, b) ((a) > (b) ? (a) : (b))
+/**
+ * min_t() - the smaller of two values, both converted to @t first
+ * @t: the type to compare in
+ * @a: a value
+ * @b: a value
+ */
 #define min_t(t, a, b) ((t)(a) < (t)(b) ? (t)(a) : (t)(b))
+/**
+ * max_t() - the larger of two values, both converted to @t first
+ * @t: the type to compare in
+ * @a: a value
+ * @b: a value
+ */
 #define max_t(t, a, b) ((t)(a) > (t)(b) ? (t)(a) : (t)(b))
+/**
+ * round_down() - round down to a multiple of a power of two
+ * @x: the value
+ * @y: a power of two
+ */
 #define round_down(x, y) ((x) & ~((__typeof__(x))(y) - 1))
+/**
+ * round_up() - round up to a multiple of a power of two
+ * @x: the value
+ * @y: a power of two
+ */
 #define round_up(x, y) ((((x) - 1) | ((__typeof__(x))(y) - 1)) + 1)
 #define DIV_ROUND_UP(n, d) (((n) + (d) - 1) / (d))
 #define IS_ALIGNED(x, a) (((x) & ((__typeof__(x))(a) - 1)) == 0)
@@ -75,10 +144,84 @@ typedef int64_t s64;
 	})
 #define BUG_ON(cond) ((void)WARN_ON(cond))
 
-/* Pages are always mapped in userspace: kmap is the identity. */
+/**
+ * kmap_local_page() - map a page for the current thread
+ * @page: the page
+ *
+ * Pages are always mapped in userspace: this is page_address().
+ */
 #define kmap_local_page(page) page_address(page)
+
+/**
+ * kunmap_local() - undo kmap_local_page(); nothing to do here
+ * @addr: the address kmap_local_page() or bvec_kmap_local() returned
+ */
 #define kunmap_local(addr) ((void)(addr))
+
+/**
+ * bvec_kmap_local() - map a bio_vec's memory: bvec_virt()
+ * @bv: the bio_vec
+ */
 #define bvec_kmap_local(bv) bvec_virt(bv)
+
+/**
+ * flush_dcache_page() - make CPU writes to a page visible to other mappings
+ * @page: the page
+ *
+ * Nothing to do: a userspace page has one mapping, and the CPU's data cache
+ * is coherent with itself.
+ */
+static inline void flush_dcache_page(struct page *page)
+{
+	(void)page;
+}
+
+/**
+ * memcpy_to_page() - copy into part of a page
+ * @page: the destination page (of a multi-page run, any page)
+ * @offset: byte offset into @page; @offset + @len may cross into the
+ *	following pages of a contiguous run
+ * @from: source
+ * @len: bytes
+ */
+static inline void memcpy_to_page(struct page *page, size_t offset,
+				  const char *from, size_t len)
+{
+	memcpy((char *)page_address(page) + offset, from, len);
+}
+
+/**
+ * memcpy_from_page() - copy out of part of a page
+ * @to: destination
+ * @page: the source page
+ * @offset: byte offset into @page
+ * @len: bytes
+ */
+static inline void memcpy_from_page(char *to, struct page *page,
+				    size_t offset, size_t len)
+{
+	memcpy(to, (const char *)page_address(page) + offset, len);
+}
+
+/**
+ * bvec__blk_alloc_disk_err() - private: blk_alloc_disk() as Linux 6.9+ has it
+ * @lim: limits, or NULL
+ * @node: NUMA node, ignored
+ *
+ * Return: the disk, or ERR_PTR(-errno).
+ */
+static inline struct gendisk *bvec__blk_alloc_disk_err(const struct queue_limits *lim,
+							int node)
+{
+	struct gendisk *disk = (blk_alloc_disk)(lim, node);
+
+	if (!disk)
+		return (struct gendisk *)ERR_PTR(errno ? -errno : -ENOMEM);
+	return disk;
+}
+
+/* The library's blk_alloc_disk() returns NULL with errno; drivers expect this. */
+#define blk_alloc_disk(lim, node) bvec__blk_alloc_disk_err((lim), (node))
 
 /**
  * memcpy_from_bvec() - copy a bio_vec's memory out

@@ -68,25 +68,54 @@ void blk_set_stacking_limits(struct queue_limits *lim)
 	lim->max_write_zeroes_sectors = BIO_MAX_SECTORS;
 }
 
+/*
+ * A disk's I/O counters live beside it, not in struct gendisk, so the
+ * public struct keeps its layout and callers cannot come to depend on how
+ * they are kept.  Times are microseconds of bvec__os_now_us().
+ */
+struct disk_stats {
+	_Atomic uint64_t ios[BVEC_NR_STAT_GROUPS];
+	_Atomic uint64_t sectors[BVEC_NR_STAT_GROUPS];
+	_Atomic uint64_t usecs[BVEC_NR_STAT_GROUPS];
+	_Atomic uint64_t in_flight[2];
+	_Atomic uint64_t io_usecs;
+	/* when io_usecs was last brought up to date */
+	_Atomic uint64_t stamp;
+};
+
+/* Every disk is allocated as one of these by blk_alloc_disk(). */
+struct disk_alloc {
+	struct gendisk disk;
+	struct disk_stats stats;
+};
+
+static struct disk_stats *disk_stats(struct gendisk *disk)
+{
+	return &((struct disk_alloc *)(void *)((char *)disk -
+					       offsetof(struct disk_alloc, disk)))->stats;
+}
+
 struct gendisk *blk_alloc_disk(const struct queue_limits *lim, int node)
 {
+	struct disk_alloc *da;
 	struct gendisk *disk;
 	int err;
 
 	(void)node;
-	disk = bvec__os_alloc(NULL, sizeof(*disk));
-	if (!disk) {
+	da = bvec__os_alloc(NULL, sizeof(*da));
+	if (!da) {
 		bvec__set_errno(ENOMEM);
 		return NULL;
 	}
-	memset(disk, 0, sizeof(*disk));
+	memset(da, 0, sizeof(*da));
+	disk = &da->disk;
 	if (lim)
 		disk->limits = *lim;
 	err = validate_limits(&disk->limits);
 	if (!err)
 		err = bioset_init(&disk->bio_split, BIO_POOL_SIZE, 0, 0);
 	if (err) {
-		bvec__os_free(NULL, disk, sizeof(*disk));
+		bvec__os_free(NULL, da, sizeof(*da));
 		bvec__set_errno(-err);
 		return NULL;
 	}
@@ -102,7 +131,99 @@ void put_disk(struct gendisk *disk)
 	if (disk->fops && disk->fops->free_disk)
 		disk->fops->free_disk(disk);
 	bioset_exit(&disk->bio_split);
-	bvec__os_free(NULL, disk, sizeof(*disk));
+	bvec__os_free(NULL, (char *)disk - offsetof(struct disk_alloc, disk),
+		      sizeof(struct disk_alloc));
+}
+
+static uint64_t in_flight(struct disk_stats *st)
+{
+	return atomic_load_explicit(&st->in_flight[0], memory_order_relaxed) +
+	       atomic_load_explicit(&st->in_flight[1], memory_order_relaxed);
+}
+
+/*
+ * io_ticks is the time the disk was busy.  Each start, end and read of the
+ * statistics moves the stamp to now; the interval it covered counts if I/O
+ * was in flight during it, which it was at an end (this I/O) or when
+ * something was already in flight at a start.  Only the thread that moves
+ * the stamp adds the interval, so concurrent updates never count it twice.
+ */
+static void update_io_ticks(struct disk_stats *st, uint64_t now, bool end)
+{
+	uint64_t stamp = atomic_load(&st->stamp);
+
+	if (now > stamp && atomic_compare_exchange_strong(&st->stamp, &stamp, now) &&
+	    (end || in_flight(st)))
+		atomic_fetch_add_explicit(&st->io_usecs, now - stamp, memory_order_relaxed);
+}
+
+static enum bvec_stat_group stat_group(const struct bio *bio)
+{
+	if (op_is_discard(bio->bi_opf))
+		return BVEC_STAT_DISCARD;
+	if (bio_op(bio) == REQ_OP_WRITE && (bio->bi_opf & REQ_PREFLUSH) &&
+	    !bio->bi_iter.bi_size)
+		return BVEC_STAT_FLUSH;
+	return op_is_write(bio->bi_opf) ? BVEC_STAT_WRITE : BVEC_STAT_READ;
+}
+
+unsigned long bio_start_io_acct(struct bio *bio)
+{
+	uint64_t now = bvec__os_now_us();
+	struct disk_stats *st;
+
+	if (bio->bi_bdev && bio->bi_bdev->bd_disk) {
+		st = disk_stats(bio->bi_bdev->bd_disk);
+		update_io_ticks(st, now, false);
+		atomic_fetch_add(&st->in_flight[op_is_write(bio->bi_opf)], 1);
+	}
+	return (unsigned long)now;
+}
+
+void bio_end_io_acct_remapped(struct bio *bio, unsigned long start_time,
+			      struct block_device *orig_bdev)
+{
+	uint64_t now = bvec__os_now_us();
+	/* Modulo unsigned long, as jiffies are compared in Linux. */
+	unsigned long duration = (unsigned long)now - start_time;
+	enum bvec_stat_group grp = stat_group(bio);
+	struct disk_stats *st;
+
+	if (!orig_bdev || !orig_bdev->bd_disk)
+		return;
+	st = disk_stats(orig_bdev->bd_disk);
+	update_io_ticks(st, now, true);
+	atomic_fetch_add_explicit(&st->ios[grp], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&st->sectors[grp], bio_sectors(bio), memory_order_relaxed);
+	atomic_fetch_add_explicit(&st->usecs[grp], duration, memory_order_relaxed);
+	atomic_fetch_sub(&st->in_flight[op_is_write(bio->bi_opf)], 1);
+}
+
+int bvec_disk_stat(struct gendisk *disk, struct bvec_disk_stat *out)
+{
+	struct disk_stats *st;
+	int i;
+
+	if (!disk || !out)
+		return -EINVAL;
+	st = disk_stats(disk);
+	if (in_flight(st))
+		update_io_ticks(st, bvec__os_now_us(), true);
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < BVEC_NR_STAT_GROUPS; i++) {
+		uint64_t usecs = atomic_load_explicit(&st->usecs[i], memory_order_relaxed);
+
+		out->ios[i] = atomic_load_explicit(&st->ios[i], memory_order_relaxed);
+		out->sectors[i] = atomic_load_explicit(&st->sectors[i], memory_order_relaxed);
+		out->ticks[i] = usecs / 1000;
+		out->time_in_queue += usecs;
+	}
+	/* Summed in microseconds, then converted, as Linux sums nanoseconds. */
+	out->time_in_queue /= 1000;
+	out->in_flight[0] = atomic_load_explicit(&st->in_flight[0], memory_order_relaxed);
+	out->in_flight[1] = atomic_load_explicit(&st->in_flight[1], memory_order_relaxed);
+	out->io_ticks = atomic_load_explicit(&st->io_usecs, memory_order_relaxed) / 1000;
+	return 0;
 }
 
 /*

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 struct bvec__lock;
 
@@ -24,5 +25,13 @@ void bvec__unlock(struct bvec__lock *l);
 /* Wait for a wake-up; false where nothing else can run (no threads). */
 bool bvec__lock_wait(struct bvec__lock *l);
 void bvec__lock_wake_all(struct bvec__lock *l);
+
+/*
+ * Microseconds on a clock that never goes back (not the wall clock), for
+ * I/O statistics.  Only the device model uses it, and that is not part of
+ * the build without a C library, so os_none.c leaves it out: a link error
+ * is better than durations that silently read 0.
+ */
+uint64_t bvec__os_now_us(void);
 
 #endif

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* POSIX edge of libbvec: malloc and pthreads. */
+/* POSIX edge of libbvec: malloc, pthreads and the monotonic clock. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "os.h"
 
@@ -77,4 +78,13 @@ void bvec__set_errno(int err)
 void bvec__lock_wake_all(struct bvec__lock *l)
 {
 	pthread_cond_broadcast(&l->cond);
+}
+
+uint64_t bvec__os_now_us(void)
+{
+	struct timespec ts;
+
+	/* CLOCK_MONOTONIC cannot fail with a valid pointer on POSIX systems. */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }

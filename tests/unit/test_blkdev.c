@@ -50,7 +50,7 @@ static void complete_now(struct bio *bio)
 	bio_endio(bio);
 }
 
-static const struct block_device_operations now_ops = { complete_now, NULL };
+static const struct block_device_operations now_ops = { .submit_bio = complete_now };
 
 START_TEST(test_submit_rejects_bad_bios)
 {
@@ -104,7 +104,7 @@ static void resubmit(struct bio *bio)
 	bio_endio(bio);
 }
 
-static const struct block_device_operations resubmit_ops = { resubmit, NULL };
+static const struct block_device_operations resubmit_ops = { .submit_bio = resubmit };
 
 /* A disk with a write cache, so an empty flush reaches its driver. */
 static struct gendisk *cached_disk(void)
@@ -147,7 +147,7 @@ static void async_submit(struct bio *bio)
 	pthread_detach(t);
 }
 
-static const struct block_device_operations async_ops = { async_submit, NULL };
+static const struct block_device_operations async_ops = { .submit_bio = async_submit };
 
 START_TEST(test_submit_bio_wait_async)
 {
@@ -178,7 +178,7 @@ static void record(struct bio *bio)
 	bio_endio(bio);
 }
 
-static const struct block_device_operations record_ops = { record, NULL };
+static const struct block_device_operations record_ops = { .submit_bio = record };
 
 static struct gendisk *recording_disk(const struct queue_limits *lim, struct seen *s)
 {
@@ -350,7 +350,7 @@ static void split_and_record(struct bio *bio)
 	bio_endio(bio);
 }
 
-static const struct block_device_operations split_ops = { split_and_record, NULL };
+static const struct block_device_operations split_ops = { .submit_bio = split_and_record };
 
 START_TEST(test_split_to_limits)
 {

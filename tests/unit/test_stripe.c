@@ -145,7 +145,7 @@ static void failing_submit(struct bio *bio)
 	bio_endio(bio);
 }
 
-static const struct block_device_operations failing_ops = { failing_submit, NULL };
+static const struct block_device_operations failing_ops = { .submit_bio = failing_submit };
 
 static int completions;
 
