@@ -9,12 +9,28 @@
  * under its slot's lock); DISCARD and WRITE_ZEROES free whole pages and zero
  * the partial edges; FLUSH completes at once (memory is the medium).
  *
+ * A DISCARD or WRITE_ZEROES frees its whole pages first and always, even at
+ * mem_limit: freeing needs no memory.  Zeroing a partial edge is a
+ * read-modify-write that may need a store; if that store is refused the bio
+ * completes with BLK_STS_IOERR, but the whole pages stay freed and the edge
+ * keeps its old contents.  Zeroing bytes that are zero already (a page never
+ * written, a zero page) needs no store and cannot fail.
+ *
  * Statistics have zram's names, order and text formats (mm_stat, io_stat).
- * mem_used_total includes the slot table (12 bytes per page of disksize),
- * which the kernel's zram leaves out.
+ * mem_used_total includes the slot table, which the kernel's zram leaves
+ * out.  The table is sparse: a radix tree of pages (12 bytes per slot, 341
+ * slots a leaf with 4 KiB pages) of which only the root exists at creation;
+ * leaves and inner pages are allocated on the first write under them.  A
+ * thin 1 TiB disk therefore costs one page of table, and each page written
+ * far from the others adds at most one page per tree level (three for a
+ * 1 TiB disk of 4 KiB pages).  mem_used_total counts exactly the table pages
+ * that exist; reset frees all but the root.  mem_limit bounds the pool and
+ * the table together.
  *
  * Locking: a lock bit per page slot; bios for different pages proceed in
- * parallel on any number of threads.
+ * parallel on any number of threads.  The control calls (statistics,
+ * compaction, limits, idle marking) may run at any time alongside I/O;
+ * zram_reset() waits for bios in progress and holds new ones off.
  */
 #ifndef LIBBVEC_ZRAM_H
 #define LIBBVEC_ZRAM_H
@@ -35,6 +51,9 @@ extern "C" {
  * @mem_limit: bytes the device may use; 0 for no limit
  * @flags: ZPOOL_F_* flags for the pool
  * @max_pages_per_zspage: as &struct zpool_config
+ * @page_source: where the pool and the slot table get their memory, copied
+ *	at creation; NULL for the defaults (the pool's mmap source, and heap
+ *	pages for the table).  The source must outlive the device.
  */
 struct zram_config {
 	size_t size;
@@ -44,12 +63,13 @@ struct zram_config {
 	uint64_t mem_limit;
 	unsigned int flags;
 	unsigned int max_pages_per_zspage;
+	const struct zpool_page_source *page_source;
 };
 
 /**
  * ZRAM_CONFIG_INIT - a zram_config with every optional field at its default
  */
-#define ZRAM_CONFIG_INIT { sizeof(struct zram_config), 0, NULL, 0, 0, 0, 0 }
+#define ZRAM_CONFIG_INIT { sizeof(struct zram_config), 0, NULL, 0, 0, 0, 0, NULL }
 
 /**
  * struct zram_mm_stat - zram's mm_stat, in its order
@@ -57,7 +77,7 @@ struct zram_config {
  * @compr_data_size: bytes of their compressed forms
  * @mem_used_total: bytes used: the pool and the slot table
  * @mem_limit: the limit, 0 for none
- * @mem_used_max: highest @mem_used_total
+ * @mem_used_max: the pool's highest use plus the slot table as it is now
  * @same_pages: pages stored as one repeated word
  * @pages_compacted: pages freed by compaction, in all
  * @huge_pages: pages stored raw
@@ -89,19 +109,34 @@ struct zram_io_stat {
 	uint64_t notify_free;
 };
 
+/**
+ * ZRAM_MAX_DISKSIZE - the largest disksize zram_create() accepts, in bytes
+ *
+ * 2^32 - 1 pages: 16 TiB with 4 KiB pages.
+ */
+#define ZRAM_MAX_DISKSIZE ((uint64_t)UINT32_MAX << BVEC_PAGE_SHIFT)
+
 struct zram;
 
 /**
  * zram_create() - make a zram device
  * @cfg: the configuration; @cfg->disksize must be set
  *
- * Return: the device, or NULL with errno EINVAL or ENOMEM.
+ * Only the root page of the slot table is allocated here; the rest comes
+ * with the first write under it (see the DOC above).
+ *
+ * Return: the device, owned by the caller (free with zram_destroy()), or
+ * NULL with errno EINVAL (NULL @cfg, bad @cfg->size, @cfg->disksize 0 or
+ * over %ZRAM_MAX_DISKSIZE, a @cfg->page_source without alloc or free, an
+ * unknown compressor or level) or ENOMEM (the pool or the slot table's
+ * root could not be allocated).
  */
 BVEC_API struct zram *zram_create(const struct zram_config *cfg);
 
 /**
  * zram_destroy() - free a device and its data
- * @zram: the device, or NULL; no bio may be in flight
+ * @zram: the device, or NULL; no bio may be in flight and no other call on
+ *	@zram may be running or follow
  */
 BVEC_API void zram_destroy(struct zram *zram);
 
@@ -117,6 +152,9 @@ BVEC_API struct gendisk *zram_disk(struct zram *zram);
  * zram_mm_stat() - memory statistics
  * @zram: the device
  * @st: receives them
+ *
+ * Safe alongside I/O; each field is read atomically, the set as a whole is
+ * not a snapshot.
  */
 BVEC_API void zram_mm_stat(struct zram *zram, struct zram_mm_stat *st);
 
@@ -151,6 +189,8 @@ BVEC_API int zram_format_io_stat(const struct zram_io_stat *st, char *buf, size_
  * zram_compact() - compact the pool
  * @zram: the device
  *
+ * Safe alongside I/O; each size class is locked while it is compacted.
+ *
  * Return: pages freed.
  */
 BVEC_API size_t zram_compact(struct zram *zram);
@@ -158,15 +198,26 @@ BVEC_API size_t zram_compact(struct zram *zram);
 /**
  * zram_set_mem_limit() - change the memory limit at run time
  * @zram: the device
- * @bytes: new limit; 0 for none
+ * @bytes: new limit on the pool and the slot table together; 0 for none
+ *
+ * Safe alongside I/O on other threads: writes that start later see the new
+ * limit; pages already stored stay.
  */
 BVEC_API void zram_set_mem_limit(struct zram *zram, uint64_t bytes);
 
 /**
  * zram_reset() - drop every page, as writing 1 to zram's reset
- * @zram: the device; no bio may be in flight
+ * @zram: the device
+ *
+ * Waits for bios being processed and holds new ones off while it frees the
+ * pool and the slot table (all but its root) and makes a new pool.  The
+ * io_stat counters are kept.
+ *
+ * Return: 0; or -ENOMEM if the new pool could not be made, in which case
+ * the device reads as zeroes, fails every write with BLK_STS_IOERR, and a
+ * later zram_reset() may try again.
  */
-BVEC_API void zram_reset(struct zram *zram);
+BVEC_API int zram_reset(struct zram *zram);
 
 /**
  * zram_idle_mark() - mark pages idle, as writing to zram's idle

@@ -17,6 +17,7 @@
 /*
  * 12 bytes per page (the kernel's zram uses 16): libzpool handles fit in
  * 32 bits, and the access time is seconds since the device was created.
+ * @handle and @ac_time change only under the slot's lock.
  */
 struct zram_slot {
 	uint32_t handle;
@@ -24,13 +25,39 @@ struct zram_slot {
 	uint32_t ac_time;
 };
 
+/*
+ * The slot table is a radix tree of pages: leaves hold slots, inner nodes
+ * hold pointers, and only the root exists before the first write.  A thin
+ * disk of a terabyte then costs one page of table instead of gigabytes, and
+ * mem_used_total counts exactly the table pages that exist.  Nodes are added
+ * with a compare-and-swap and removed only by reset or destroy, which
+ * exclude I/O, so a lookup needs no lock.
+ */
+#define SLOTS_PER_LEAF (ZP_PAGE_SIZE / sizeof(struct zram_slot))
+#define PTRS_PER_NODE (ZP_PAGE_SIZE / sizeof(void *))
+#define ZRAM_MAX_DEPTH 6
+
+typedef _Atomic(void *) zram_node_ptr;
+
 struct zram {
 	struct gendisk *disk;
 	struct zpool *pool;
 	struct zpool_config pool_cfg;
-	struct zram_slot *table;
+	struct zpool_page_source src;	/* copied from the config; alloc NULL: heap */
+	void *root;			/* a leaf when depth is 0 */
+	unsigned int depth;		/* inner levels above the leaves */
+	uint64_t span[ZRAM_MAX_DEPTH];	/* slots under one child at each level */
 	uint64_t nr_pages;
 	uint64_t epoch;
+	/*
+	 * I/O and the control calls hold it shared; reset holds it exclusive,
+	 * as it swaps the pool and frees table nodes under everyone's feet.
+	 */
+	struct zp_rwlock lock;
+	/* Serialises recomputing the pool's limit from the two below. */
+	struct zp_mutex limit_lock;
+	atomic_uint_fast64_t mem_limit;	/* the caller's limit, table included */
+	atomic_uint_fast64_t table_pages;
 	atomic_uint_fast64_t failed_reads;
 	atomic_uint_fast64_t failed_writes;
 	atomic_uint_fast64_t invalid_io;
@@ -39,6 +66,121 @@ struct zram {
 
 /* Sub-page I/O needs a whole page to decompress into or to patch. */
 static _Thread_local unsigned char scratch[BVEC_PAGE_SIZE];
+
+/*
+ * The pool sees the caller's limit less the slot table, so that the limit
+ * bounds everything mem_used_total reports.  A table already over the
+ * limit leaves the pool one byte: every store is refused, as it should be.
+ */
+static void apply_limit(struct zram *z)
+{
+	uint64_t lim, table;
+
+	zp_mutex_lock(&z->limit_lock);
+	lim = atomic_load(&z->mem_limit);
+	table = atomic_load(&z->table_pages) * ZP_PAGE_SIZE;
+	z->pool_cfg.mem_limit = !lim ? 0 : lim > table ? lim - table : 1;
+	if (z->pool)
+		zpool_set_mem_limit(z->pool, z->pool_cfg.mem_limit);
+	zp_mutex_unlock(&z->limit_lock);
+}
+
+static void *node_alloc(struct zram *z)
+{
+	void *p = z->src.alloc ? z->src.alloc(z->src.ctx, ZP_PAGE_SIZE) :
+				 zp_os_alloc(ZP_PAGE_SIZE);
+
+	if (!p)
+		return NULL;
+	memset(p, 0, ZP_PAGE_SIZE);
+	atomic_fetch_add(&z->table_pages, 1);
+	return p;
+}
+
+static void node_free(struct zram *z, void *p)
+{
+	if (z->src.alloc)
+		z->src.free(z->src.ctx, p, ZP_PAGE_SIZE);
+	else
+		zp_os_free(p);
+	atomic_fetch_sub(&z->table_pages, 1);
+}
+
+/* Free the subtree under @node, @level inner levels deep; not @node itself. */
+static void subtree_free(struct zram *z, void *node, unsigned int level)
+{
+	zram_node_ptr *ptrs = node;
+	size_t i;
+
+	if (!level)
+		return;
+	for (i = 0; i < PTRS_PER_NODE; i++) {
+		void *child = atomic_load_explicit(&ptrs[i], memory_order_relaxed);
+
+		if (child) {
+			subtree_free(z, child, level - 1);
+			node_free(z, child);
+			atomic_store_explicit(&ptrs[i], NULL, memory_order_relaxed);
+		}
+	}
+}
+
+/*
+ * The slot of page @index, or NULL if its leaf does not exist and @create is
+ * false, or could not be allocated.  A new node's zeroes are published by the
+ * release of the compare-and-swap; the loser of a race frees its node.
+ */
+static struct zram_slot *slot_get(struct zram *z, uint64_t index, bool create)
+{
+	void *node = z->root;
+	unsigned int level;
+
+	for (level = z->depth; level > 0; level--) {
+		zram_node_ptr *p = &((zram_node_ptr *)node)[index / z->span[level - 1]];
+		void *child = atomic_load_explicit(p, memory_order_acquire);
+
+		index %= z->span[level - 1];
+		if (!child) {
+			void *expected = NULL;
+
+			if (!create)
+				return NULL;
+			child = node_alloc(z);
+			if (!child)
+				return NULL;
+			if (atomic_compare_exchange_strong_explicit(p, &expected, child,
+								    memory_order_acq_rel,
+								    memory_order_acquire)) {
+				apply_limit(z);
+			} else {
+				node_free(z, child);
+				child = expected;
+			}
+		}
+		node = child;
+	}
+	return &((struct zram_slot *)node)[index];
+}
+
+/* Call @fn on every slot of every existing leaf, with the slot's index. */
+static void leaves_walk(struct zram *z, void *node, unsigned int level, uint64_t base,
+			void (*fn)(struct zram *, struct zram_slot *, void *), void *arg)
+{
+	zram_node_ptr *ptrs = node;
+	uint64_t i;
+
+	if (!level) {
+		for (i = 0; i < SLOTS_PER_LEAF && base + i < z->nr_pages; i++)
+			fn(z, &((struct zram_slot *)node)[i], arg);
+		return;
+	}
+	for (i = 0; i < PTRS_PER_NODE; i++) {
+		void *child = atomic_load_explicit(&ptrs[i], memory_order_acquire);
+
+		if (child)
+			leaves_walk(z, child, level - 1, base + i * z->span[level - 1], fn, arg);
+	}
+}
 
 static void slot_lock(struct zram_slot *s)
 {
@@ -62,11 +204,29 @@ static void slot_touch(struct zram *z, struct zram_slot *s)
 	atomic_fetch_and_explicit(&s->flags, ~ZRAM_IDLE, memory_order_relaxed);
 }
 
+/*
+ * Called with the slot locked: put @handle in the slot and return what was
+ * there, for the caller to free once the lock is dropped.
+ */
+static uint32_t slot_swap(struct zram *z, struct zram_slot *s, uint32_t handle)
+{
+	uint32_t old = s->handle;
+
+	s->handle = handle;
+	slot_touch(z, s);
+	return old;
+}
+
 static int read_page(struct zram *z, uint64_t index, void *dst)
 {
-	struct zram_slot *s = &z->table[index];
+	struct zram_slot *s = slot_get(z, index, false);
 	int ret = 0;
 
+	if (!s) {
+		/* No leaf: never written since creation or reset. */
+		memset(dst, 0, ZP_PAGE_SIZE);
+		return 0;
+	}
 	slot_lock(s);
 	if (s->handle)
 		ret = zpool_load(z->pool, s->handle, dst);
@@ -77,18 +237,6 @@ static int read_page(struct zram *z, uint64_t index, void *dst)
 	if (ret)
 		atomic_fetch_add(&z->failed_reads, 1);
 	return ret;
-}
-
-/* Put @handle in the slot (locked by the caller) and free what was there. */
-static void slot_replace(struct zram *z, struct zram_slot *s, uint32_t handle)
-{
-	uint32_t old = s->handle;
-
-	s->handle = handle;
-	slot_touch(z, s);
-	slot_unlock(s);
-	if (old)
-		zpool_free(z->pool, old);
 }
 
 static int store(struct zram *z, const void *page, uint32_t *handle)
@@ -104,58 +252,86 @@ static int store(struct zram *z, const void *page, uint32_t *handle)
 	return 0;
 }
 
+/* The slot a write needs; a table page that cannot be had fails the write. */
+static struct zram_slot *slot_for_write(struct zram *z, uint64_t index)
+{
+	struct zram_slot *s = slot_get(z, index, true);
+
+	if (!s)
+		atomic_fetch_add(&z->failed_writes, 1);
+	return s;
+}
+
 /*
  * A whole page is compressed and stored before the slot is locked, so
  * writers of different pages never wait for each other's compression.
  */
 static int write_page(struct zram *z, uint64_t index, const void *src)
 {
-	struct zram_slot *s = &z->table[index];
-	uint32_t h;
-	int ret = store(z, src, &h);
+	struct zram_slot *s = slot_for_write(z, index);
+	uint32_t h, old;
+	int ret;
 
+	if (!s)
+		return -ENOMEM;
+	ret = store(z, src, &h);
 	if (ret)
 		return ret;
 	slot_lock(s);
-	slot_replace(z, s, h);
+	old = slot_swap(z, s, h);
+	slot_unlock(s);
+	if (old)
+		zpool_free(z->pool, old);
 	return 0;
+}
+
+static bool all_zero(const unsigned char *p, size_t len)
+{
+	return !len || (!p[0] && !memcmp(p, p + 1, len - 1));
 }
 
 /*
  * A part of a page: read, patch and store under the slot's lock, so two
  * sub-page writes to one page cannot lose each other's bytes.  @src NULL
- * writes zeroes.
+ * writes zeroes; that needs no memory when the bytes are zero already (a
+ * page never written, a zero page), so it cannot fail there.
  */
 static int write_partial(struct zram *z, uint64_t index, unsigned int off,
 			 const void *src, unsigned int len)
 {
-	struct zram_slot *s = &z->table[index];
-	uint32_t h;
+	struct zram_slot *s = src ? slot_for_write(z, index) : slot_get(z, index, false);
+	uint32_t h, old = 0;
 	int ret = 0;
 
+	if (!s)
+		return src ? -ENOMEM : 0;
 	slot_lock(s);
-	if (s->handle)
+	if (s->handle) {
 		ret = zpool_load(z->pool, s->handle, scratch);
-	else if (!src)
-		goto out; /* zeroing an empty page: it already reads as zeroes */
-	else
+		if (ret)
+			atomic_fetch_add(&z->failed_reads, 1);
+	} else if (src) {
 		memset(scratch, 0, ZP_PAGE_SIZE);
-	if (ret) {
-		atomic_fetch_add(&z->failed_reads, 1);
-		goto out;
 	}
-	if (src)
-		memcpy(scratch + off, src, len);
-	else
-		memset(scratch + off, 0, len);
-	ret = store(z, scratch, &h);
-	if (ret)
-		goto out;
-	slot_replace(z, s, h);
-	return 0;
-out:
+	if (!ret && (s->handle || src) && !(!src && all_zero(scratch + off, len))) {
+		if (src)
+			memcpy(scratch + off, src, len);
+		else
+			memset(scratch + off, 0, len);
+		ret = store(z, scratch, &h);
+		if (!ret)
+			old = slot_swap(z, s, h);
+	}
 	slot_unlock(s);
+	if (old)
+		zpool_free(z->pool, old);
 	return ret;
+}
+
+/* Map a page-level failure to the bio's status; memory shortage is EIO. */
+static blk_status_t page_status(int ret)
+{
+	return errno_to_blk_status(ret == -ENOMEM || ret == -EINVAL ? -EIO : ret);
 }
 
 /*
@@ -194,7 +370,7 @@ static void zram_rw(struct zram *z, struct bio *bio)
 		else if (!(ret = read_page(z, index, scratch)))
 			memcpy(mem, scratch + off, bv.bv_len);
 		if (ret) {
-			bio->bi_status = errno_to_blk_status(ret == -ENOMEM ? -EIO : ret);
+			bio->bi_status = page_status(ret);
 			return;
 		}
 		pos += bv.bv_len;
@@ -202,36 +378,60 @@ static void zram_rw(struct zram *z, struct bio *bio)
 	}
 }
 
-/* DISCARD and WRITE_ZEROES: whole pages are freed, partial edges zeroed. */
+static void free_page(struct zram *z, uint64_t index)
+{
+	struct zram_slot *s = slot_get(z, index, false);
+	uint32_t old;
+
+	if (!s)
+		return;
+	slot_lock(s);
+	old = slot_swap(z, s, 0);
+	slot_unlock(s);
+	if (old) {
+		atomic_fetch_add(&z->notify_free, 1);
+		zpool_free(z->pool, old);
+	}
+}
+
+/*
+ * DISCARD and WRITE_ZEROES: whole pages are freed, partial edges zeroed.
+ * The whole pages go first and always: freeing needs no memory, and it may
+ * make room for the edges' read-modify-write.  An edge that still cannot be
+ * stored fails the bio, but undoes nothing; both edges are tried.
+ */
 static void zram_discard(struct zram *z, struct bio *bio)
 {
-	uint64_t pos = bio->bi_iter.bi_sector << BVEC_SECTOR_SHIFT;
-	uint64_t end = pos + bio->bi_iter.bi_size;
+	uint64_t start = bio->bi_iter.bi_sector << BVEC_SECTOR_SHIFT;
+	uint64_t end = start + bio->bi_iter.bi_size;
+	uint64_t head = start / ZP_PAGE_SIZE, tail = end / ZP_PAGE_SIZE;
+	unsigned int head_off = (unsigned int)(start % ZP_PAGE_SIZE);
+	unsigned int tail_len = (unsigned int)(end % ZP_PAGE_SIZE);
+	uint64_t i;
+	int ret = 0, r;
 
-	while (pos < end) {
-		uint64_t index = pos / ZP_PAGE_SIZE;
-		unsigned int off = (unsigned int)(pos % ZP_PAGE_SIZE);
-		unsigned int n = (unsigned int)BVEC_MIN_U64(ZP_PAGE_SIZE - off, end - pos);
+	if (start == end)
+		return;
+	for (i = head + (head_off != 0); i < tail; i++)
+		free_page(z, i);
+	if (head_off) {
+		unsigned int n = (unsigned int)BVEC_MIN_U64(ZP_PAGE_SIZE - head_off, end - start);
 
-		if (n == ZP_PAGE_SIZE) {
-			struct zram_slot *s = &z->table[index];
-
-			slot_lock(s);
-			if (s->handle)
-				atomic_fetch_add(&z->notify_free, 1);
-			slot_replace(z, s, 0);
-		} else if (write_partial(z, index, off, NULL, n)) {
-			bio->bi_status = BLK_STS_IOERR;
-			return;
-		}
-		pos += n;
+		ret = write_partial(z, head, head_off, NULL, n);
+		if (head == tail)
+			tail_len = 0; /* the one partial page, done */
 	}
+	if (tail_len && (r = write_partial(z, tail, 0, NULL, tail_len)))
+		ret = r;
+	if (ret)
+		bio->bi_status = page_status(ret);
 }
 
 static void zram_submit_bio(struct bio *bio)
 {
 	struct zram *z = bio->bi_bdev->bd_disk->private_data;
 
+	zp_read_lock(&z->lock);
 	switch (bio_op(bio)) {
 	case REQ_OP_READ:
 	case REQ_OP_WRITE:
@@ -247,6 +447,8 @@ static void zram_submit_bio(struct bio *bio)
 		atomic_fetch_add(&z->invalid_io, 1);
 		bio->bi_status = BLK_STS_NOTSUPP;
 	}
+	/* Unlocked first: the completion may submit to this device again. */
+	zp_rw_unlock(&z->lock);
 	bio_endio(bio);
 }
 
@@ -254,9 +456,16 @@ static const struct block_device_operations zram_fops = {
 	.submit_bio = zram_submit_bio,
 };
 
-static size_t table_bytes(const struct zram *z)
+/* Inner levels needed for @nr_pages slots, and what one child spans. */
+static void table_shape(struct zram *z)
 {
-	return (size_t)z->nr_pages * sizeof(struct zram_slot);
+	uint64_t span = SLOTS_PER_LEAF;
+
+	z->depth = 0;
+	while (span < z->nr_pages) {
+		z->span[z->depth++] = span;
+		span *= PTRS_PER_NODE;
+	}
 }
 
 struct zram *zram_create(const struct zram_config *cfg)
@@ -271,7 +480,8 @@ struct zram *zram_create(const struct zram_config *cfg)
 		return NULL;
 	}
 	memcpy(&c, cfg, cfg->size);
-	if (!c.disksize || c.disksize > ((uint64_t)UINT32_MAX << ZP_PAGE_SHIFT)) {
+	if (!c.disksize || c.disksize > ZRAM_MAX_DISKSIZE ||
+	    (c.page_source && (!c.page_source->alloc || !c.page_source->free))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -280,22 +490,42 @@ struct zram *zram_create(const struct zram_config *cfg)
 		errno = ENOMEM;
 		return NULL;
 	}
+	if (zp_rwlock_init(&z->lock)) {
+		zp_os_free(z);
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (zp_mutex_init(&z->limit_lock)) {
+		zp_rwlock_destroy(&z->lock);
+		zp_os_free(z);
+		errno = ENOMEM;
+		return NULL;
+	}
 	z->nr_pages = (c.disksize + ZP_PAGE_SIZE - 1) / ZP_PAGE_SIZE;
 	z->epoch = zp_os_seconds();
+	table_shape(z);
+	if (c.page_source)
+		z->src = *c.page_source;
 	z->pool_cfg.size = sizeof(z->pool_cfg);
 	z->pool_cfg.compressor = c.compressor;
 	z->pool_cfg.level = c.level;
-	z->pool_cfg.mem_limit = c.mem_limit;
 	z->pool_cfg.flags = c.flags;
 	z->pool_cfg.max_pages_per_zspage = c.max_pages_per_zspage;
+	z->pool_cfg.page_source = c.page_source ? &z->src : NULL;
+	atomic_store(&z->mem_limit, c.mem_limit);
+	z->root = node_alloc(z);
+	if (!z->root) {
+		errno = ENOMEM;
+		goto fail;
+	}
+	apply_limit(z); /* sets pool_cfg.mem_limit, the table counted */
 	z->pool = zpool_create(&z->pool_cfg);
 	if (!z->pool)
 		goto fail; /* errno from zpool_create() */
 	z->pool_cfg.compressor = zpool_compressor(z->pool); /* static string */
-	z->table = zp_os_zalloc(table_bytes(z));
 	blk_set_stacking_limits(&lim);
 	lim.physical_block_size = (unsigned int)ZP_PAGE_SIZE;
-	z->disk = z->table ? blk_alloc_disk(&lim, -1) : NULL;
+	z->disk = blk_alloc_disk(&lim, -1);
 	if (!z->disk) {
 		errno = ENOMEM;
 		goto fail;
@@ -317,8 +547,13 @@ void zram_destroy(struct zram *z)
 	if (!z)
 		return;
 	put_disk(z->disk);
+	if (z->root) {
+		subtree_free(z, z->root, z->depth);
+		node_free(z, z->root);
+	}
 	zpool_destroy(z->pool);
-	zp_os_free(z->table);
+	zp_mutex_destroy(&z->limit_lock);
+	zp_rwlock_destroy(&z->lock);
 	zp_os_free(z);
 	errno = saved;
 }
@@ -328,36 +563,47 @@ struct gendisk *zram_disk(struct zram *z)
 	return z->disk;
 }
 
-void zram_reset(struct zram *z)
+int zram_reset(struct zram *z)
 {
-	uint64_t i;
+	int ret = 0;
 
-	/* Handles die with the pool; the slots only need clearing. */
-	for (i = 0; i < z->nr_pages; i++) {
-		z->table[i].handle = 0;
-		atomic_store(&z->table[i].flags, 0);
-	}
+	zp_write_lock(&z->lock);
+	/* Handles die with the pool; the table shrinks back to its root. */
+	subtree_free(z, z->root, z->depth);
+	memset(z->root, 0, ZP_PAGE_SIZE);
 	zpool_destroy(z->pool);
+	z->pool = NULL;
+	apply_limit(z);
 	z->pool = zpool_create(&z->pool_cfg);
+	if (!z->pool)
+		ret = -ENOMEM;
+	zp_rw_unlock(&z->lock);
+	return ret;
 }
 
 void zram_mm_stat(struct zram *z, struct zram_mm_stat *st)
 {
+	uint64_t table;
 	struct zpool_stats ps;
 
 	memset(st, 0, sizeof(*st));
-	if (!z->pool)
-		return;
-	zpool_stats(z->pool, &ps);
-	st->orig_data_size = ps.orig_data_size;
-	st->compr_data_size = ps.compr_data_size;
-	st->mem_used_total = ps.mem_used_total + table_bytes(z);
-	st->mem_limit = ps.mem_limit;
-	st->mem_used_max = ps.mem_used_max + table_bytes(z);
-	st->same_pages = ps.same_pages;
-	st->pages_compacted = ps.pages_compacted;
-	st->huge_pages = ps.huge_pages;
-	st->huge_pages_since = ps.huge_pages_since;
+	zp_read_lock(&z->lock);
+	table = atomic_load(&z->table_pages) * ZP_PAGE_SIZE;
+	st->mem_limit = atomic_load(&z->mem_limit);
+	st->mem_used_total = table;
+	st->mem_used_max = table;
+	if (z->pool) {
+		zpool_stats(z->pool, &ps);
+		st->orig_data_size = ps.orig_data_size;
+		st->compr_data_size = ps.compr_data_size;
+		st->mem_used_total += ps.mem_used_total;
+		st->mem_used_max += ps.mem_used_max;
+		st->same_pages = ps.same_pages;
+		st->pages_compacted = ps.pages_compacted;
+		st->huge_pages = ps.huge_pages;
+		st->huge_pages_since = ps.huge_pages_since;
+	}
+	zp_rw_unlock(&z->lock);
 }
 
 void zram_io_stat(struct zram *z, struct zram_io_stat *st)
@@ -394,39 +640,64 @@ int zram_format_io_stat(const struct zram_io_stat *s, char *buf, size_t len)
 
 size_t zram_compact(struct zram *z)
 {
-	return zpool_compact(z->pool);
+	size_t n;
+
+	zp_read_lock(&z->lock);
+	n = zpool_compact(z->pool);
+	zp_rw_unlock(&z->lock);
+	return n;
 }
 
 void zram_set_mem_limit(struct zram *z, uint64_t bytes)
 {
-	z->pool_cfg.mem_limit = bytes;
-	zpool_set_mem_limit(z->pool, bytes);
+	zp_read_lock(&z->lock);
+	atomic_store(&z->mem_limit, bytes);
+	apply_limit(z);
+	zp_rw_unlock(&z->lock);
+}
+
+struct idle_scan {
+	uint32_t now;
+	unsigned int min_age;
+	uint64_t n;
+};
+
+static void idle_mark_slot(struct zram *z, struct zram_slot *s, void *arg)
+{
+	struct idle_scan *sc = arg;
+
+	(void)z;
+	slot_lock(s);
+	if (s->handle && (!sc->min_age || sc->now - s->ac_time >= sc->min_age)) {
+		atomic_fetch_or(&s->flags, ZRAM_IDLE);
+		sc->n++;
+	}
+	slot_unlock(s);
 }
 
 uint64_t zram_idle_mark(struct zram *z, unsigned int min_age)
 {
-	uint32_t now = (uint32_t)(zp_os_seconds() - z->epoch);
-	uint64_t i, n = 0;
+	struct idle_scan sc = { (uint32_t)(zp_os_seconds() - z->epoch), min_age, 0 };
 
-	for (i = 0; i < z->nr_pages; i++) {
-		struct zram_slot *s = &z->table[i];
+	zp_read_lock(&z->lock);
+	leaves_walk(z, z->root, z->depth, 0, idle_mark_slot, &sc);
+	zp_rw_unlock(&z->lock);
+	return sc.n;
+}
 
-		slot_lock(s);
-		if (s->handle && (!min_age || now - s->ac_time >= min_age)) {
-			atomic_fetch_or(&s->flags, ZRAM_IDLE);
-			n++;
-		}
-		slot_unlock(s);
-	}
-	return n;
+static void idle_count_slot(struct zram *z, struct zram_slot *s, void *arg)
+{
+	(void)z;
+	*(uint64_t *)arg += (atomic_load_explicit(&s->flags, memory_order_relaxed) &
+			     ZRAM_IDLE) != 0;
 }
 
 uint64_t zram_idle_pages(struct zram *z)
 {
-	uint64_t i, n = 0;
+	uint64_t n = 0;
 
-	for (i = 0; i < z->nr_pages; i++)
-		n += (atomic_load_explicit(&z->table[i].flags, memory_order_relaxed) &
-		      ZRAM_IDLE) != 0;
+	zp_read_lock(&z->lock);
+	leaves_walk(z, z->root, z->depth, 0, idle_count_slot, &n);
+	zp_rw_unlock(&z->lock);
 	return n;
 }

@@ -227,6 +227,282 @@ START_TEST(test_stats_idle_compact_reset)
 }
 END_TEST
 
+/*
+ * A page source over aligned_alloc() that fails on demand: always while
+ * @fail is set, and at call number @fail_at.  @outstanding catches leaks.
+ */
+struct fail_source {
+	atomic_long outstanding;
+	atomic_long calls;
+	atomic_bool fail;
+	long fail_at;
+};
+
+static void *fs_alloc(void *ctx, size_t bytes)
+{
+	struct fail_source *f = ctx;
+	long n = atomic_fetch_add(&f->calls, 1) + 1;
+	void *p;
+
+	if (atomic_load(&f->fail) || n == f->fail_at)
+		return NULL;
+	p = aligned_alloc(PG, bytes);
+	if (p)
+		atomic_fetch_add(&f->outstanding, 1);
+	return p;
+}
+
+static void fs_free(void *ctx, void *mem, size_t bytes)
+{
+	struct fail_source *f = ctx;
+
+	(void)bytes;
+	atomic_fetch_sub(&f->outstanding, 1);
+	free(mem);
+}
+
+static struct zram *new_zram_src(uint64_t bytes, struct fail_source *f,
+				 struct zpool_page_source *src)
+{
+	struct zram_config cfg = ZRAM_CONFIG_INIT;
+
+	memset(f, 0, sizeof(*f));
+	src->alloc = fs_alloc;
+	src->free = fs_free;
+	src->discard = NULL;
+	src->ctx = f;
+	src->lazy = false;
+	cfg.disksize = bytes;
+	cfg.flags = ZPOOL_F_CHECKSUM;
+	cfg.page_source = src;
+	return zram_create(&cfg);
+}
+
+static void check_page(struct zram *z, uint64_t index, const unsigned char *want)
+{
+	unsigned char out[PG];
+
+	ck_assert_int_eq(do_io(z, REQ_OP_READ, index * PG, out, (unsigned int)PG, 1), 0);
+	ck_assert_mem_eq(out, want, PG);
+}
+
+/*
+ * Issue 16 item 5: at mem_limit a DISCARD or WRITE_ZEROES that starts or ends
+ * mid-page frees its whole pages; only the edges, which need a store, fail.
+ */
+START_TEST(test_discard_at_limit)
+{
+	static unsigned char model[DISK_PAGES][PG];
+	unsigned char zero[PG] = { 0 };
+	struct zram *z = new_zram(DISK_BYTES, 0);
+	struct zram_mm_stat ms;
+	struct zram_io_stat io;
+	unsigned int i, op;
+
+	for (i = 0; i < DISK_PAGES; i++) {
+		make_page(model[i], PAGE_RANDOM, i, 0);
+		ck_assert_int_eq(do_io(z, REQ_OP_WRITE, (uint64_t)i * PG, model[i],
+				       (unsigned int)PG, 1), 0);
+	}
+	zram_set_mem_limit(z, 1); /* every store is now refused */
+	for (op = 0; op < 2; op++) {
+		blk_opf_t o = op ? REQ_OP_WRITE_ZEROES : REQ_OP_DISCARD;
+		uint64_t base = op ? 20 : 0;
+
+		/* From 512 bytes into page base to 512 bytes into page base + 8. */
+		ck_assert_int_eq(do_io(z, o, base * PG + 512, NULL, (unsigned int)(8 * PG), 1),
+				 -EIO);
+		for (i = 1; i < 8; i++)
+			memset(model[base + i], 0, PG);
+	}
+	zram_io_stat(z, &io);
+	ck_assert_uint_eq(io.notify_free, 14);
+	ck_assert_uint_eq(io.failed_writes, 4); /* both edges of both bios */
+	zram_mm_stat(z, &ms);
+	ck_assert_uint_eq(ms.orig_data_size, (DISK_PAGES - 14) * PG);
+	for (i = 0; i < DISK_PAGES; i++)
+		check_page(z, i, model[i]); /* freed pages zero, edges untouched */
+
+	/* Zeroing bytes that are zero already needs no memory. */
+	ck_assert_int_eq(do_io(z, REQ_OP_DISCARD, 2 * PG + 512, NULL, 1024, 1), 0);
+	/* ...but a page with data to zero needs a store, refused here. */
+	ck_assert_int_eq(do_io(z, REQ_OP_WRITE_ZEROES, 8 * PG - 512, NULL, 1024, 1), -EIO);
+	zram_set_mem_limit(z, 0);
+	memset(model[40] + PG / 2, 0, PG / 2);
+	ck_assert_int_eq(do_io(z, REQ_OP_WRITE, 40 * PG, model[40], (unsigned int)PG, 1), 0);
+	ck_assert_int_eq(do_io(z, REQ_OP_WRITE, 41 * PG, zero, (unsigned int)PG, 1), 0);
+	memset(model[41], 0, PG);
+	zram_set_mem_limit(z, 1);
+	ck_assert_int_eq(do_io(z, REQ_OP_DISCARD, 40 * PG + PG / 2, NULL,
+			       (unsigned int)(PG / 2 + PG), 1), 0);
+	ck_assert_int_eq(do_io(z, REQ_OP_WRITE_ZEROES, 41 * PG + 512, NULL, 512, 1), 0);
+	for (i = 0; i < DISK_PAGES; i++)
+		check_page(z, i, model[i]);
+	zram_io_stat(z, &io);
+	ck_assert_uint_eq(io.failed_writes, 5);
+	zram_destroy(z);
+}
+END_TEST
+
+/*
+ * Issue 10: the slot table is sparse.  An empty 1 TiB disk costs under 1 MiB;
+ * a page written far in costs its table pages (one per level) and no more.
+ */
+START_TEST(test_sparse_table)
+{
+	const uint64_t tib = (uint64_t)1 << 40;
+	struct zram *big = new_zram(tib, 0), *small = new_zram(PG, 0);
+	struct zram *huge = new_zram(ZRAM_MAX_DISKSIZE, 0);
+	struct zram_mm_stat b0, b1, s0, s1;
+	unsigned char page[PG];
+	uint64_t grow;
+
+	zram_mm_stat(big, &b0);
+	ck_assert_uint_lt(b0.mem_used_total, 1 << 20);
+	zram_mm_stat(huge, &s0);
+	ck_assert_uint_lt(s0.mem_used_total, 1 << 20);
+	zram_destroy(huge);
+
+	zram_mm_stat(small, &s0);
+	make_page(page, PAGE_TEXT, 7, 0);
+	ck_assert_int_eq(do_io(big, REQ_OP_WRITE, tib - PG, page, (unsigned int)PG, 1), 0);
+	ck_assert_int_eq(do_io(small, REQ_OP_WRITE, 0, page, (unsigned int)PG, 1), 0);
+	zram_mm_stat(big, &b1);
+	zram_mm_stat(small, &s1);
+	/* The small disk's table is its root leaf: its growth is the pool's. */
+	grow = (b1.mem_used_total - b0.mem_used_total) - (s1.mem_used_total - s0.mem_used_total);
+	ck_assert_uint_ge(grow, PG);	 /* at least a leaf, counted */
+	ck_assert_uint_le(grow, 4 * PG); /* at most a page per level */
+	check_page(big, tib / PG - 1, page);
+	memset(page, 0, PG);
+	check_page(big, tib / PG / 2, page); /* no leaf there: reads zeroes */
+
+	/* A limit sized for a few pages lets a thin disk take a few pages. */
+	zram_set_mem_limit(big, b1.mem_used_total + 16 * PG);
+	make_page(page, PAGE_TEXT, 8, 0);
+	ck_assert_int_eq(do_io(big, REQ_OP_WRITE, tib / 2, page, (unsigned int)PG, 1), 0);
+	check_page(big, tib / PG / 2, page);
+
+	/* Reset gives the table back down to its root. */
+	ck_assert_int_eq(zram_reset(big), 0);
+	zram_mm_stat(big, &b1);
+	ck_assert_uint_eq(b1.mem_used_total, b0.mem_used_total);
+	zram_destroy(big);
+	zram_destroy(small);
+}
+END_TEST
+
+/* What zram_create() refuses, and why. */
+START_TEST(test_create_refuses)
+{
+	struct zram_config cfg = ZRAM_CONFIG_INIT;
+	struct zpool_page_source bad = { NULL, NULL, NULL, NULL, false }, src;
+	struct fail_source f;
+	struct zram *z;
+	long k;
+
+	cfg.disksize = ZRAM_MAX_DISKSIZE + 1;
+	errno = 0;
+	ck_assert_ptr_null(zram_create(&cfg));
+	ck_assert_int_eq(errno, EINVAL);
+	cfg.disksize = UINT64_MAX;
+	errno = 0;
+	ck_assert_ptr_null(zram_create(&cfg));
+	ck_assert_int_eq(errno, EINVAL);
+	cfg.disksize = PG;
+	cfg.page_source = &bad;
+	errno = 0;
+	ck_assert_ptr_null(zram_create(&cfg));
+	ck_assert_int_eq(errno, EINVAL);
+
+	/* Every allocation creation makes fails in turn: ENOMEM, nothing leaked. */
+	for (k = 1;; k++) {
+		z = new_zram_src((uint64_t)1 << 40, &f, &src);
+		ck_assert_ptr_nonnull(z);
+		zram_destroy(z);
+		ck_assert_int_eq(atomic_load(&f.outstanding), 0);
+		if (k > atomic_load(&f.calls))
+			break;
+		memset(&f, 0, sizeof(f));
+		f.fail_at = k;
+		src.ctx = &f;
+		cfg.disksize = (uint64_t)1 << 40;
+		cfg.flags = 0;
+		cfg.page_source = &src;
+		errno = 0;
+		ck_assert_ptr_null(zram_create(&cfg));
+		ck_assert_int_eq(errno, ENOMEM);
+		ck_assert_int_eq(atomic_load(&f.outstanding), 0);
+	}
+	ck_assert_int_gt(k, 2); /* the table's root and at least the pool */
+}
+END_TEST
+
+/*
+ * Issue 10: when the page source fails during writes, those writes fail
+ * with EIO and every other page reads back as it was.
+ */
+START_TEST(test_page_source_failure)
+{
+	enum { N = 1024 };
+	static unsigned char model[N][PG];
+	unsigned char buf[PG + 8], want[PG];
+	struct zpool_page_source src;
+	struct fail_source f;
+	struct zram *z = new_zram_src((uint64_t)N * PG, &f, &src);
+	struct rng rng = { 99 };
+	struct zram_io_stat io;
+	unsigned int i, step, failed = 0;
+
+	ck_assert_ptr_nonnull(z);
+	memset(model, 0, sizeof(model));
+	/* The upper half stays unwritten: its table leaves do not exist yet. */
+	for (i = 0; i < N / 2; i += 3) {
+		make_page(model[i], (enum page_kind)(i % PAGE_KINDS), i, 50 * i);
+		ck_assert_int_eq(do_io(z, REQ_OP_WRITE, (uint64_t)i * PG, model[i],
+				       (unsigned int)PG, 1), 0);
+	}
+	atomic_store(&f.fail, true);
+	for (step = 0; step < test_scale(600); step++) {
+		uint64_t idx = rng_range(&rng, 0, N - 1);
+		unsigned int kind = rng_range(&rng, 0, PAGE_KINDS - 1), off = 0, len = (unsigned int)PG;
+		int ret;
+
+		make_page(want, (enum page_kind)kind, 1000 + step, rng_range(&rng, 0, (unsigned int)PG));
+		if (step % 3 == 0) {
+			off = rng_range(&rng, 0, (unsigned int)(PG / 512 - 1)) * 512;
+			len = rng_range(&rng, 1, (unsigned int)((PG - off) / 512)) * 512;
+		}
+		memcpy(buf, want, len); /* do_io() moves bytes apart for its gaps */
+		ret = do_io(z, REQ_OP_WRITE, idx * PG + off, buf, len, rng_range(&rng, 1, 3));
+		ck_assert_msg(ret == 0 || ret == -EIO, "write: %d", ret);
+		if (!ret)
+			memcpy(model[idx] + off, want, len);
+		failed += ret != 0;
+	}
+	ck_assert_uint_gt(failed, 0);
+	zram_io_stat(z, &io);
+	ck_assert_uint_eq(io.failed_writes, failed);
+	for (i = 0; i < N; i++)
+		check_page(z, i, model[i]);
+	atomic_store(&f.fail, false);
+	for (i = 0; i < N; i++)
+		check_page(z, i, model[i]);
+	atomic_store(&f.fail, true);
+	/* A reset that cannot make its pool says so and can be retried. */
+	ck_assert_int_eq(zram_reset(z), -ENOMEM);
+	memset(buf, 0, PG);
+	check_page(z, 3, buf);
+	ck_assert_int_eq(do_io(z, REQ_OP_WRITE, 3 * PG, model[3], (unsigned int)PG, 1), -EIO);
+	atomic_store(&f.fail, false);
+	ck_assert_int_eq(zram_reset(z), 0);
+	ck_assert_int_eq(do_io(z, REQ_OP_WRITE, 3 * PG, model[3], (unsigned int)PG, 1), 0);
+	check_page(z, 3, model[3]);
+	zram_destroy(z);
+	ck_assert_int_eq(atomic_load(&f.outstanding), 0);
+}
+END_TEST
+
 /* Two threads write disjoint halves of the same pages: no lost update. */
 struct half {
 	struct zram *z;
@@ -277,6 +553,106 @@ START_TEST(test_concurrent_sub_page_writes)
 }
 END_TEST
 
+/*
+ * Issue 16 item 8: I/O on two threads while two others change mem_limit,
+ * read statistics, compact, mark idle pages and reset the device.  Under
+ * ThreadSanitizer (scripts/test's TSan step) any unsynchronised field of
+ * struct zram is a failure; without it, a reset racing I/O crashed.
+ */
+struct racer {
+	struct zram *z;
+	atomic_int *stop;
+	unsigned int id;
+	int err;
+};
+
+static void *race_io(void *arg)
+{
+	struct racer *r = arg;
+	struct rng rng = { 77 + r->id };
+	unsigned char buf[2 * PG + 8];
+	unsigned int n = 0;
+
+	while (!atomic_load(r->stop) || n < 50) {
+		unsigned int sectors = rng_range(&rng, 1, (unsigned int)(2 * PG / 512));
+		uint64_t start = (uint64_t)rng_range(&rng, 0, DISK_BYTES / 512 - sectors) * 512;
+		unsigned int op = rng_range(&rng, 0, 5), len = sectors * 512;
+		int ret;
+
+		make_page(buf, (enum page_kind)(op % PAGE_KINDS), n, 100);
+		if (op < 3)
+			ret = do_io(r->z, REQ_OP_WRITE, start, buf, len, rng_range(&rng, 1, 3));
+		else if (op < 5)
+			ret = do_io(r->z, REQ_OP_READ, start, buf, len, 1);
+		else
+			ret = do_io(r->z, n % 2 ? REQ_OP_DISCARD : REQ_OP_WRITE_ZEROES, start,
+				    NULL, len, 1);
+		/* Only a store refused at the limit may fail. */
+		if (ret && !(ret == -EIO && op != 3 && op != 4))
+			r->err = ret;
+		n++;
+	}
+	return NULL;
+}
+
+static void *race_control(void *arg)
+{
+	struct racer *r = arg;
+	unsigned int i, rounds = test_scale(300);
+	struct zram_mm_stat ms;
+	struct zram_io_stat io;
+	char text[256];
+
+	for (i = 0; i < rounds; i++) {
+		zram_set_mem_limit(r->z, i % 3 ? 0 : (uint64_t)(16 + i % 32) * PG);
+		zram_mm_stat(r->z, &ms);
+		zram_io_stat(r->z, &io);
+		zram_format_mm_stat(&ms, text, sizeof(text));
+		if (ms.mem_limit && ms.mem_limit % PG)
+			r->err = -ERANGE; /* a torn limit */
+		if (r->id == 0) {
+			zram_compact(r->z);
+			zram_idle_mark(r->z, i % 2);
+			zram_idle_pages(r->z);
+		} else if (i % 50 == 49 && zram_reset(r->z)) {
+			r->err = -ENOMEM;
+		}
+	}
+	return NULL;
+}
+
+START_TEST(test_races)
+{
+	struct zram *z = new_zram(DISK_BYTES, 0);
+	atomic_int stop = 0;
+	struct racer r[4];
+	pthread_t t[4];
+	unsigned char page[PG];
+	unsigned int i;
+
+	for (i = 0; i < 4; i++) {
+		r[i].z = z;
+		r[i].stop = &stop;
+		r[i].id = i % 2;
+		r[i].err = 0;
+		ck_assert_int_eq(pthread_create(&t[i], NULL, i < 2 ? race_io : race_control,
+						&r[i]), 0);
+	}
+	pthread_join(t[2], NULL);
+	pthread_join(t[3], NULL);
+	atomic_store(&stop, 1);
+	pthread_join(t[0], NULL);
+	pthread_join(t[1], NULL);
+	for (i = 0; i < 4; i++)
+		ck_assert_msg(r[i].err == 0, "thread %u: %d", i, r[i].err);
+	zram_set_mem_limit(z, 0);
+	make_page(page, PAGE_TEXT, 1, 0);
+	ck_assert_int_eq(do_io(z, REQ_OP_WRITE, 0, page, (unsigned int)PG, 1), 0);
+	check_page(z, 0, page);
+	zram_destroy(z);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("zram");
@@ -289,6 +665,11 @@ int main(void)
 	tcase_add_test(tc, test_mem_limit_keeps_old_data);
 	tcase_add_test(tc, test_stats_idle_compact_reset);
 	tcase_add_test(tc, test_concurrent_sub_page_writes);
+	tcase_add_test(tc, test_discard_at_limit);
+	tcase_add_test(tc, test_sparse_table);
+	tcase_add_test(tc, test_create_refuses);
+	tcase_add_test(tc, test_page_source_failure);
+	tcase_add_test(tc, test_races);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
