@@ -31,7 +31,12 @@ void zp_read_lock(struct zp_rwlock *l);
 void zp_write_lock(struct zp_rwlock *l);
 void zp_rw_unlock(struct zp_rwlock *l);
 
-/* This thread's context pointer; @dtor runs on it when the thread exits. */
+/*
+ * This thread's context pointer, made by @create on the thread's first
+ * call; @dtor runs on it when the thread exits.  Every call must pass the
+ * same @dtor (the first one is registered); NULL if that is not so or if
+ * @create or the thread-specific key fails.
+ */
 void *zp_thread_ctx(void *(*create)(void), void (*dtor)(void *));
 
 /* Plain heap memory (per-thread contexts, zram's slot table). */

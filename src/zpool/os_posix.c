@@ -83,23 +83,29 @@ void zp_os_yield(void)
 
 /*
  * The thread-local pointer is the fast path; the pthread key exists only
- * so the context is freed when the thread exits.
+ * so the context is freed when the thread exits.  The destructor is fixed
+ * by the one pthread_once() run: written once there and read only after
+ * it, so threads never race on it (a global rewritten on every first call
+ * was a data race ThreadSanitizer caught).  The initialiser takes no
+ * argument, so the caller's destructor reaches it through a thread-local.
  */
 static pthread_key_t ctx_key;
 static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
+static int ctx_key_err;
 static void (*ctx_dtor)(void *);
+static _Thread_local void (*ctx_init_dtor)(void *);
 static _Thread_local void *ctx_cached;
 
 static void ctx_exit(void *p)
 {
 	ctx_cached = NULL;
-	if (ctx_dtor)
-		ctx_dtor(p);
+	ctx_dtor(p);
 }
 
 static void ctx_key_init(void)
 {
-	pthread_key_create(&ctx_key, ctx_exit);
+	ctx_dtor = ctx_init_dtor;
+	ctx_key_err = pthread_key_create(&ctx_key, ctx_exit);
 }
 
 void *zp_thread_ctx(void *(*create)(void), void (*dtor)(void *))
@@ -108,8 +114,10 @@ void *zp_thread_ctx(void *(*create)(void), void (*dtor)(void *))
 
 	if (c)
 		return c;
+	ctx_init_dtor = dtor;
 	pthread_once(&ctx_once, ctx_key_init);
-	ctx_dtor = dtor;
+	if (ctx_key_err || dtor != ctx_dtor)
+		return NULL;
 	c = create();
 	if (!c)
 		return NULL;
@@ -123,38 +131,66 @@ void *zp_thread_ctx(void *(*create)(void), void (*dtor)(void *))
 
 /*
  * mmap source.  Chunks of 2 MiB are mapped once and carved into runs of 1
- * to 16 pages; freed runs are discarded (MADV_DONTNEED) and kept on a list
- * per length.  Untouched pages of a chunk are not resident, which is what
+ * to 16 pages; freed runs are discarded (MADV_DONTNEED) and kept for reuse
+ * by length.  Untouched pages of a chunk are not resident, which is what
  * lets the pool count only the pages it has written.  Huge pages are
  * refused so that residency stays page-granular.
+ *
+ * The free runs are remembered in arrays off to the side, never in the
+ * runs themselves: a link written into a discarded run would fault its
+ * first page back in, resident but no longer counted by the pool (a pool
+ * with everything freed held 27 times the memory it reported).  Each
+ * array has room for every run of its length ever carved, reserved when
+ * the run is carved, so freeing never allocates and cannot fail; that is
+ * one pointer per run, at most 1/512 of the address space mapped.
  */
 #define CHUNK_BYTES ((size_t)2 << 20)
 
-struct run {
-	struct run *next;
+struct run_stack {
+	void **runs;
+	size_t n;	/* free runs */
+	size_t carved;	/* runs of this length carved: n never exceeds it */
+	size_t size;	/* slots in @runs, at least @carved */
 };
 
 struct mmap_source {
 	pthread_mutex_t lock;
 	unsigned char *chunk;	/* current chunk */
 	size_t used;		/* bytes carved from it */
-	struct run *free_runs[ZP_MAX_CHAIN + 1];
+	struct run_stack free_runs[ZP_MAX_CHAIN + 1];
 	void **chunks;		/* every chunk, for unmapping */
 	size_t nchunks, chunks_cap;
 };
+
+/* Room for one more run in @st, before that run is carved. */
+static bool reserve_run(struct run_stack *st)
+{
+	if (st->carved == st->size) {
+		size_t size = st->size ? 2 * st->size : 16;
+		void **n = realloc(st->runs, size * sizeof(*n));
+
+		if (!n)
+			return false;
+		st->runs = n;
+		st->size = size;
+	}
+	st->carved++;
+	return true;
+}
 
 static void *mmap_alloc(void *ctx, size_t bytes)
 {
 	struct mmap_source *ms = ctx;
 	size_t pages = bytes / BVEC_PAGE_SIZE;
+	struct run_stack *st;
 	void *p = NULL;
 
 	if (!pages || pages > ZP_MAX_CHAIN || bytes % BVEC_PAGE_SIZE)
 		return NULL;
+	st = &ms->free_runs[pages];
 	pthread_mutex_lock(&ms->lock);
-	if (ms->free_runs[pages]) {
-		p = ms->free_runs[pages];
-		ms->free_runs[pages] = ms->free_runs[pages]->next;
+	if (st->n) {
+		p = st->runs[--st->n];
 		goto out;
 	}
 	if (!ms->chunk || ms->used + bytes > CHUNK_BYTES) {
@@ -180,6 +216,8 @@ static void *mmap_alloc(void *ctx, size_t bytes)
 		ms->chunk = c;
 		ms->used = 0;
 	}
+	if (!reserve_run(st))
+		goto out;
 	p = ms->chunk + ms->used;
 	ms->used += bytes;
 out:
@@ -197,13 +235,15 @@ static void mmap_free(void *ctx, void *mem, size_t bytes)
 {
 	struct mmap_source *ms = ctx;
 	size_t pages = bytes / BVEC_PAGE_SIZE;
-	struct run *r = mem;
+	struct run_stack *st;
 
-	/* Give the memory back before the link is written into its first page. */
+	if (!pages || pages > ZP_MAX_CHAIN)
+		return;
+	st = &ms->free_runs[pages];
 	madvise(mem, bytes, MADV_DONTNEED);
 	pthread_mutex_lock(&ms->lock);
-	r->next = ms->free_runs[pages];
-	ms->free_runs[pages] = r;
+	if (st->n < st->carved)	/* always: every carved run has its place */
+		st->runs[st->n++] = mem;
 	pthread_mutex_unlock(&ms->lock);
 }
 
@@ -232,6 +272,8 @@ void zp_mmap_source_delete(struct zpool_page_source *src)
 
 	for (i = 0; i < ms->nchunks; i++)
 		munmap(ms->chunks[i], CHUNK_BYTES);
+	for (i = 0; i <= ZP_MAX_CHAIN; i++)
+		free(ms->free_runs[i].runs);
 	free(ms->chunks);
 	pthread_mutex_destroy(&ms->lock);
 	free(ms);
