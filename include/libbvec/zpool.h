@@ -12,7 +12,17 @@
  *
  * All memory, data and metadata alike, comes from a page source: by default
  * page-aligned mmap chunks whose untouched pages cost nothing, or a caller's
- * fixed arena (no mmap, no malloc).  mem_used_total counts all of it.
+ * fixed arena (no mmap, no malloc).  mem_used_total counts all of it, and
+ * pages the pool no longer needs (a freed zspage, an emptied piece of the
+ * handle table) go back to the source, so with the default source it
+ * follows the process's resident memory down as well as up.
+ *
+ * Limits: one pool holds up to 2^32 - 1 handles, and up to 2^N - 1 zspages
+ * at once, where N is 28 with 4 KiB pages and 18 with 64 KiB pages.  An
+ * incompressible page fills a zspage of its own, so 268,435,455 pages
+ * (1 TiB) with 4 KiB pages, or 262,143 pages (16 GiB) with 64 KiB pages,
+ * can be stored whatever their contents; compressible pages share zspages
+ * and go further.  Past a limit a store fails with -ENOMEM.
  *
  * Locking: every function is thread-safe.  Stores and loads on different
  * threads never share a compression context; loads of objects in different
@@ -42,7 +52,10 @@ typedef unsigned long zpool_handle_t;
  * struct zpool_page_source - where a pool gets its memory
  * @alloc: return @bytes (a multiple of BVEC_PAGE_SIZE) of memory aligned to
  *	BVEC_PAGE_SIZE, or NULL
- * @free: give back memory from @alloc, with the same @bytes
+ * @free: give back memory from @alloc, with the same @bytes; it must stay
+ *	readable while the source lives (a lookup of a stale handle racing
+ *	with a free may read a freed table page before it sees the change
+ *	and looks again); the default and arena sources never unmap it
  * @discard: optional, for lazy sources: the pages [@mem, @mem + @bytes)
  *	inside an allocated run are no longer needed and cost nothing until
  *	written again (madvise(MADV_DONTNEED)); lets compaction trim zspages
@@ -132,7 +145,8 @@ struct zpool_config {
  * @mem_used_total: bytes the pool holds: touched zspage pages, metadata
  *	pages (handle table, zspage descriptors, class table) and the pool
  * @mem_limit: the current limit, 0 for none
- * @mem_used_max: highest @mem_used_total seen
+ * @mem_used_max: highest @mem_used_total a successful store left (a store
+ *	refused by @mem_limit never raises it, as in zram)
  * @same_pages: pages stored as one repeated word
  * @pages_compacted: pages given back by compaction, in all
  * @huge_pages: pages stored raw now

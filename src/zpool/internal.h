@@ -59,23 +59,77 @@ static inline uint64_t zp_entry_obj(unsigned int cls, unsigned int slot,
 #define zp_entry_same_index(e) ((uint32_t)((e) >> ZP_TAG_BITS))
 
 /*
- * A growable table of atomic 64-bit words addressed by a 1-based index,
- * with a free list threaded through free entries (tag ZP_TAG_FREE).  Its
- * chunks are pages that never move, so a reader needs no lock; the
- * directory of chunks is replaced, never freed, when it grows.
+ * A growable table of atomic 64-bit words addressed by a 1-based 32-bit
+ * index: a fixed-depth radix of pages from the page source, so it reaches
+ * every 32-bit index without moving or copying anything:
+ *
+ *   top[] (in the table) -> mid page -> dir page -> chunk page of entries
+ *
+ * Each chunk keeps its own free list threaded through its free entries
+ * (tag ZP_TAG_FREE) and its own count, in the dir page beside the chunk
+ * pointers.  A chunk whose entries are all free goes back to the page
+ * source, and so does a dir or mid left with nothing under it, so freeing
+ * every object returns every page.  Readers walk the radix without a lock:
+ * an index in use keeps its pages alive, and a lookup of an index that is
+ * not (a stale handle) is checked against @gen, which moves before any page
+ * is given back, so it reads 0 rather than whatever reused the page.
  */
-struct zp_table {
-	_Atomic(_Atomic(uint64_t) **) dir;
-	size_t dir_cap;		/* chunk pointers the directory holds */
-	size_t nchunks;
-	_Atomic(uint32_t) next_unused; /* 1-based index of the first never-used entry */
-	uint32_t free_head;	/* 1-based, 0 = empty */
-	uint32_t in_use;
-	void *retired;		/* old directories, freed at destroy */
-	struct zp_mutex lock;
+struct zp_chunk_info {
+	uint32_t next, prev;	/* on the partial list: chunk + 1, 0 = none */
+	uint16_t in_use;	/* entries allocated */
+	uint16_t free_head;	/* first free entry + 1, 0 = none */
+	uint16_t bump;		/* entries handed out since the chunk was made */
+	uint16_t partial;	/* on the partial list */
 };
 
 #define ZP_TABLE_CHUNK (ZP_PAGE_SIZE / sizeof(uint64_t))
+#define ZP_TABLE_DIRN ((ZP_PAGE_SIZE - sizeof(uint64_t)) / \
+		       (sizeof(void *) + sizeof(struct zp_chunk_info)))
+#define ZP_TABLE_MIDN ((ZP_PAGE_SIZE - sizeof(uint64_t)) / sizeof(void *))
+/* Chunks needed for every index 1..UINT32_MAX (the chunk size is a power of two). */
+#define ZP_TABLE_MAX_CHUNKS ((uint32_t)(((uint64_t)1 << 32) / ZP_TABLE_CHUNK))
+#define ZP_TABLE_TOP ((ZP_TABLE_MAX_CHUNKS + ZP_TABLE_DIRN * ZP_TABLE_MIDN - 1) / \
+		      (ZP_TABLE_DIRN * ZP_TABLE_MIDN))
+/* Indices a table can hand out: every nonzero 32-bit value. */
+#define ZP_TABLE_MAX_INDEX UINT32_MAX
+
+struct zp_table_dir {
+	uint64_t live;		/* chunks present; under the table lock */
+	_Atomic(_Atomic(uint64_t) *) chunk[ZP_TABLE_DIRN];
+	struct zp_chunk_info info[ZP_TABLE_DIRN];	/* under the table lock */
+};
+
+struct zp_table_mid {
+	uint64_t live;		/* dirs present; under the table lock */
+	_Atomic(struct zp_table_dir *) dir[ZP_TABLE_MIDN];
+};
+
+struct zp_table {
+	_Atomic(struct zp_table_mid *) top[ZP_TABLE_TOP];
+	_Atomic(uint32_t) nchunks; /* chunk positions ever used; only grows */
+	_Atomic(uint32_t) gen;	/* moves before a page of the table is freed */
+	uint32_t partial;	/* chunks with entries in use and room: chunk + 1 */
+	uint32_t hole;		/* no free chunk position below this */
+	struct zp_mutex lock;
+};
+
+/**
+ * zpool__max_objects() - the most objects one pool can hold at once
+ *
+ * A stored page takes one handle (a 32-bit table index); a compressed or
+ * raw page also lives in a zspage, whose id has ZP_ZSPAGE_BITS bits, and a
+ * raw ("huge") page fills a zspage by itself.  So this many pages can be
+ * stored whatever their contents: 268,435,455 with 4 KiB pages (1 TiB),
+ * 262,143 with 64 KiB pages (16 GiB).  zram sizes its disks against it.
+ *
+ * Return: the count; constant for the build.  No locking.
+ */
+static inline uint64_t zpool__max_objects(void)
+{
+	uint64_t zspages = ((uint64_t)1 << ZP_ZSPAGE_BITS) - 1;
+
+	return zspages < ZP_TABLE_MAX_INDEX ? zspages : ZP_TABLE_MAX_INDEX;
+}
 
 struct size_class;
 
@@ -117,9 +171,15 @@ struct size_class {
 	uint64_t pages_used; /* pages counted in mem_used_total */
 };
 
-/* Slab of zspage descriptors carved from pool pages. */
+/*
+ * A page of zspage descriptors; this header takes the first descriptor's
+ * place.  Pages with a free descriptor come first on the pool's list, and
+ * a page with none in use goes back to the page source.
+ */
 struct zp_desc_page {
-	struct zp_desc_page *next;
+	struct zp_desc_page *next, *prev;
+	struct zspage *free;	/* free descriptors of this page */
+	unsigned int used;
 };
 
 struct zpool {
@@ -136,8 +196,7 @@ struct zpool {
 	struct zp_table zspages; /* id -> struct zspage * */
 	struct zp_table same;	 /* index -> the repeated word */
 	struct zp_mutex desc_lock;
-	struct zspage *free_descs;
-	struct zp_desc_page *desc_pages;
+	struct zp_desc_page *desc_pages; /* those with a free descriptor first */
 
 	atomic_uint_fast64_t pages_total; /* every page held: data and metadata */
 	atomic_uint_fast64_t meta_pages;
@@ -153,26 +212,109 @@ struct zpool {
 	bool own_source;	 /* the default mmap source, made by the pool */
 };
 
-/* handle.c: tables */
+/* table.c: tables.  Alloc and free take the table lock (after any class lock). */
 int zpool__table_init(struct zp_table *t);
 void zpool__table_destroy(struct zpool *pool, struct zp_table *t);
+/* An index holding @value, or 0 when memory or indices ran out. */
 uint32_t zpool__table_alloc(struct zpool *pool, struct zp_table *t, uint64_t value);
-void zpool__table_free(struct zp_table *t, uint32_t idx);
+void zpool__table_free(struct zpool *pool, struct zp_table *t, uint32_t idx);
+/* Pages the next zpool__table_alloc() would add to mem_used_total. */
+size_t zpool__table_alloc_cost(struct zp_table *t);
 
-/* Entry @idx (1-based, allocated): reader-safe without locks. */
-static inline _Atomic(uint64_t) *zpool__table_slot(struct zp_table *t, uint32_t idx)
+/* Chunk positions ever used: chunks at or past it do not exist. */
+static inline uint32_t zpool__table_nchunks(struct zp_table *t)
 {
-	_Atomic(uint64_t) **dir = atomic_load_explicit(&t->dir, memory_order_acquire);
-
-	idx--;
-	return &dir[idx / ZP_TABLE_CHUNK][idx % ZP_TABLE_CHUNK];
+	return atomic_load_explicit(&t->nchunks, memory_order_acquire);
 }
 
-/* Bounds check for indices that come from callers. */
-bool zpool__table_valid(struct zp_table *t, uint32_t idx);
+/* Entries chunk @n holds: index 2^32 does not exist, so the last has one less. */
+static inline size_t zpool__table_chunk_entries(uint32_t n)
+{
+	return n == ZP_TABLE_MAX_CHUNKS - 1 ? ZP_TABLE_CHUNK - 1 : ZP_TABLE_CHUNK;
+}
 
-/* Every change of the pages held goes through here (and mem_used_max). */
+/*
+ * Chunk @n, or NULL if it is not there.  Safe without a lock only while
+ * something keeps the chunk (an index in use in it, or the table lock).
+ */
+static inline _Atomic(uint64_t) *zpool__table_chunk(struct zp_table *t, uint32_t n)
+{
+	struct zp_table_mid *mid = atomic_load_explicit(
+		&t->top[n / (ZP_TABLE_DIRN * ZP_TABLE_MIDN)], memory_order_acquire);
+	struct zp_table_dir *dir;
+
+	if (!mid)
+		return NULL;
+	dir = atomic_load_explicit(&mid->dir[n / ZP_TABLE_DIRN % ZP_TABLE_MIDN],
+				   memory_order_acquire);
+	if (!dir)
+		return NULL;
+	return atomic_load_explicit(&dir->chunk[n % ZP_TABLE_DIRN], memory_order_acquire);
+}
+
+/* Entry @idx, which is in use (so its chunk stays): no lock needed. */
+static inline _Atomic(uint64_t) *zpool__table_slot(struct zp_table *t, uint32_t idx)
+{
+	idx--;
+	return &zpool__table_chunk(t, (uint32_t)(idx / ZP_TABLE_CHUNK))[idx % ZP_TABLE_CHUNK];
+}
+
+/*
+ * The value of entry @idx, any index at all (callers' handles), or 0 if it
+ * has no chunk.  Lock-free: if a page of the table was given back while
+ * it looked, it looks again, so it never returns bytes of a reused page.
+ */
+static inline uint64_t zpool__table_get(struct zp_table *t, uint32_t idx)
+{
+	uint32_t n = (uint32_t)((idx - 1u) / ZP_TABLE_CHUNK);
+
+	if (!idx)
+		return 0;
+	for (;;) {
+		uint32_t gen = atomic_load_explicit(&t->gen, memory_order_acquire);
+		struct zp_table_mid *mid;
+		struct zp_table_dir *dir;
+		_Atomic(uint64_t) *chunk;
+		uint64_t v;
+
+		/* Each pointer is checked against gen before it is followed. */
+		if (n >= zpool__table_nchunks(t))
+			return 0;
+		mid = atomic_load_explicit(&t->top[n / (ZP_TABLE_DIRN * ZP_TABLE_MIDN)],
+					   memory_order_acquire);
+		if (!mid)
+			return 0;
+		dir = atomic_load_explicit(&mid->dir[n / ZP_TABLE_DIRN % ZP_TABLE_MIDN],
+					   memory_order_acquire);
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&t->gen, memory_order_relaxed) != gen)
+			continue;
+		if (!dir)
+			return 0;
+		chunk = atomic_load_explicit(&dir->chunk[n % ZP_TABLE_DIRN], memory_order_acquire);
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&t->gen, memory_order_relaxed) != gen)
+			continue;
+		if (!chunk)
+			return 0;
+		v = atomic_load_explicit(&chunk[(idx - 1u) % ZP_TABLE_CHUNK], memory_order_acquire);
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&t->gen, memory_order_relaxed) == gen)
+			return v;
+	}
+}
+
+/* Compaction's walk: under the table lock, so no chunk goes meanwhile. */
+void zpool__table_lock(struct zp_table *t);
+void zpool__table_unlock(struct zp_table *t);
+
+/* Every change of the pages held goes through here. */
 void zpool__account(struct zpool *pool, long pages, bool meta);
+/*
+ * Raises mem_used_max to mem_used_total if that is higher; called only once
+ * a store has succeeded, so a refused store leaves the maximum alone.
+ */
+void zpool__update_max(struct zpool *pool);
 
 /* Pages from the source, counted in mem_used_total. */
 void *zpool__pages_alloc(struct zpool *pool, size_t pages, bool meta);
@@ -188,6 +330,8 @@ unsigned char *zpool__obj_alloc(struct zpool *pool, struct size_class *c,
 /* With the class write lock held. */
 void zpool__obj_free(struct zpool *pool, struct size_class *c,
 		     struct zspage *zsp, unsigned int slot);
+/* With the class write lock held: pages zpool__obj_alloc() would add. */
+size_t zpool__obj_alloc_cost(struct zpool *pool, struct size_class *c);
 static inline unsigned char *zpool__obj_addr(const struct size_class *c,
 					     const struct zspage *zsp,
 					     unsigned int slot)

@@ -8,14 +8,17 @@
 
 void zpool__account(struct zpool *pool, long pages, bool meta)
 {
-	uint64_t total = atomic_fetch_add(&pool->pages_total, (uint64_t)pages) + (uint64_t)pages;
-	uint64_t used = total * ZP_PAGE_SIZE;
-	uint64_t max = atomic_load(&pool->mem_used_max);
-
+	atomic_fetch_add(&pool->pages_total, (uint64_t)pages);
 	if (meta)
 		atomic_fetch_add(&pool->meta_pages, (uint64_t)pages);
-	while (pages > 0 && used > max &&
-	       !atomic_compare_exchange_weak(&pool->mem_used_max, &max, used))
+}
+
+void zpool__update_max(struct zpool *pool)
+{
+	uint64_t used = atomic_load(&pool->pages_total) * ZP_PAGE_SIZE;
+	uint64_t max = atomic_load(&pool->mem_used_max);
+
+	while (used > max && !atomic_compare_exchange_weak(&pool->mem_used_max, &max, used))
 		;
 }
 
@@ -35,114 +38,274 @@ void zpool__pages_free(struct zpool *pool, void *mem, size_t pages, bool meta)
 		zpool__account(pool, -(long)pages, true);
 }
 
-#define DIR_PER_PAGE (ZP_PAGE_SIZE / sizeof(void *))
+_Static_assert(sizeof(struct zp_table_dir) <= ZP_PAGE_SIZE, "a dir is one page");
+_Static_assert(sizeof(struct zp_table_mid) <= ZP_PAGE_SIZE, "a mid is one page");
+_Static_assert(ZP_TABLE_CHUNK <= UINT16_MAX, "chunk counts fit 16 bits");
+_Static_assert((uint64_t)ZP_TABLE_TOP * ZP_TABLE_MIDN * ZP_TABLE_DIRN >= ZP_TABLE_MAX_CHUNKS,
+	       "the radix reaches every 32-bit index");
 
-/* A directory page run also records the previous one, for destroy. */
-struct dir_header {
-	void *prev;
-	size_t pages;
-};
-
-static size_t dir_pages(size_t cap)
+/* Under the table lock every pointer is stable: plain loads will do. */
+static struct zp_table_mid *mid_of(struct zp_table *t, uint32_t n)
 {
-	return (sizeof(struct dir_header) + cap * sizeof(void *) + ZP_PAGE_SIZE - 1) /
-	       ZP_PAGE_SIZE;
+	return atomic_load_explicit(&t->top[n / (ZP_TABLE_DIRN * ZP_TABLE_MIDN)],
+				    memory_order_relaxed);
 }
 
-static int grow_dir(struct zpool *pool, struct zp_table *t)
+static struct zp_table_dir *dir_of(struct zp_table *t, uint32_t n)
 {
-	size_t cap = t->dir_cap ? 2 * t->dir_cap : DIR_PER_PAGE - 2;
-	size_t pages = dir_pages(cap);
-	struct dir_header *h;
-	_Atomic(uint64_t) **dir, **old;
+	struct zp_table_mid *mid = mid_of(t, n);
 
-	if (pages > ZP_MAX_CHAIN)
+	return mid ? atomic_load_explicit(&mid->dir[n / ZP_TABLE_DIRN % ZP_TABLE_MIDN],
+					  memory_order_relaxed) : NULL;
+}
+
+static struct zp_chunk_info *info_of(struct zp_table *t, uint32_t n)
+{
+	return &dir_of(t, n)->info[n % ZP_TABLE_DIRN];
+}
+
+static bool chunk_present(struct zp_table *t, uint32_t n)
+{
+	struct zp_table_dir *dir = dir_of(t, n);
+
+	return dir && atomic_load_explicit(&dir->chunk[n % ZP_TABLE_DIRN], memory_order_relaxed);
+}
+
+static void partial_push(struct zp_table *t, uint32_t n)
+{
+	struct zp_chunk_info *ci = info_of(t, n);
+
+	ci->partial = 1;
+	ci->prev = 0;
+	ci->next = t->partial;
+	if (t->partial)
+		info_of(t, t->partial - 1)->prev = n + 1;
+	t->partial = n + 1;
+}
+
+static void partial_remove(struct zp_table *t, uint32_t n)
+{
+	struct zp_chunk_info *ci = info_of(t, n);
+
+	if (ci->prev)
+		info_of(t, ci->prev - 1)->next = ci->next;
+	else
+		t->partial = ci->next;
+	if (ci->next)
+		info_of(t, ci->next - 1)->prev = ci->prev;
+	ci->next = ci->prev = 0;
+	ci->partial = 0;
+}
+
+/* The lowest chunk position with no chunk, or ZP_TABLE_MAX_CHUNKS. */
+static uint32_t free_position(struct zp_table *t)
+{
+	uint32_t n = t->hole, end = atomic_load_explicit(&t->nchunks, memory_order_relaxed);
+
+	while (n < end && chunk_present(t, n))
+		n++;
+	t->hole = n;
+	return n;
+}
+
+/* Pages a new chunk at @n needs: the chunk, and its dir and mid if missing. */
+static size_t new_chunk_cost(struct zp_table *t, uint32_t n)
+{
+	if (n >= ZP_TABLE_MAX_CHUNKS)
+		return 0;
+	if (!mid_of(t, n))
+		return 3;
+	return dir_of(t, n) ? 1 : 2;
+}
+
+/* Zeroed, counted metadata pages: readers must find NULLs, never garbage. */
+static void *zeroed_page(struct zpool *pool)
+{
+	void *p = zpool__pages_alloc(pool, 1, true);
+
+	if (p)
+		memset(p, 0, ZP_PAGE_SIZE);
+	return p;
+}
+
+/* A chunk at position @n, with its dir and mid; nothing is left half made. */
+static int add_chunk(struct zpool *pool, struct zp_table *t, uint32_t n)
+{
+	_Atomic(struct zp_table_mid *) *topp = &t->top[n / (ZP_TABLE_DIRN * ZP_TABLE_MIDN)];
+	struct zp_table_mid *mid = mid_of(t, n);
+	struct zp_table_dir *dir = NULL;
+	bool new_mid = false, new_dir = false;
+	void *chunk;
+
+	if (n >= ZP_TABLE_MAX_CHUNKS)
 		return -ENOMEM;
-	h = zpool__pages_alloc(pool, pages, true);
-	if (!h)
-		return -ENOMEM;
-	h->pages = pages;
-	h->prev = t->retired;
-	dir = (_Atomic(uint64_t) **)(void *)(h + 1);
-	old = atomic_load_explicit(&t->dir, memory_order_relaxed);
-	if (old)
-		memcpy(dir, old, t->nchunks * sizeof(*dir));
-	/* Readers may still hold @old: it is retired, not freed. */
-	t->retired = h;
-	t->dir_cap = cap;
-	atomic_store_explicit(&t->dir, dir, memory_order_release);
+	if (!mid) {
+		mid = zeroed_page(pool);
+		if (!mid)
+			return -ENOMEM;
+		new_mid = true;
+	} else {
+		dir = dir_of(t, n);
+	}
+	if (!dir) {
+		dir = zeroed_page(pool);
+		if (!dir)
+			goto fail_mid;
+		new_dir = true;
+	}
+	chunk = zeroed_page(pool);
+	if (!chunk)
+		goto fail_dir;
+	memset(&dir->info[n % ZP_TABLE_DIRN], 0, sizeof(dir->info[0]));
+	dir->live++;
+	/* Published bottom-up, each page before the pointer that leads to it. */
+	atomic_store_explicit(&dir->chunk[n % ZP_TABLE_DIRN], chunk, memory_order_release);
+	if (new_dir) {
+		mid->live++;
+		atomic_store_explicit(&mid->dir[n / ZP_TABLE_DIRN % ZP_TABLE_MIDN], dir,
+				      memory_order_release);
+	}
+	if (new_mid)
+		atomic_store_explicit(topp, mid, memory_order_release);
+	if (n >= atomic_load_explicit(&t->nchunks, memory_order_relaxed))
+		atomic_store_explicit(&t->nchunks, n + 1, memory_order_release);
 	return 0;
+fail_dir:
+	if (new_dir)
+		zpool__pages_free(pool, dir, 1, true);
+fail_mid:
+	if (new_mid)
+		zpool__pages_free(pool, mid, 1, true);
+	return -ENOMEM;
+}
+
+/*
+ * Chunk @n has no entry in use: unpublish it (and a dir or mid it leaves
+ * empty), move gen so lock-free lookups that may have seen those pages
+ * look again, and only then give the pages back.
+ */
+static void remove_chunk(struct zpool *pool, struct zp_table *t, uint32_t n)
+{
+	_Atomic(struct zp_table_mid *) *topp = &t->top[n / (ZP_TABLE_DIRN * ZP_TABLE_MIDN)];
+	struct zp_table_mid *mid = mid_of(t, n);
+	struct zp_table_dir *dir = dir_of(t, n);
+	void *chunk = (void *)zpool__table_chunk(t, n);
+	bool free_dir = false, free_mid = false;
+
+	atomic_store_explicit(&dir->chunk[n % ZP_TABLE_DIRN], NULL, memory_order_relaxed);
+	if (!--dir->live) {
+		free_dir = true;
+		atomic_store_explicit(&mid->dir[n / ZP_TABLE_DIRN % ZP_TABLE_MIDN], NULL,
+				      memory_order_relaxed);
+		if (!--mid->live) {
+			free_mid = true;
+			atomic_store_explicit(topp, NULL, memory_order_relaxed);
+		}
+	}
+	atomic_fetch_add_explicit(&t->gen, 1, memory_order_release);
+	zpool__pages_free(pool, chunk, 1, true);
+	if (free_dir)
+		zpool__pages_free(pool, dir, 1, true);
+	if (free_mid)
+		zpool__pages_free(pool, mid, 1, true);
+	if (n < t->hole)
+		t->hole = n;
 }
 
 int zpool__table_init(struct zp_table *t)
 {
 	memset(t, 0, sizeof(*t));
-	atomic_init(&t->next_unused, 1);
 	return zp_mutex_init(&t->lock);
 }
 
 void zpool__table_destroy(struct zpool *pool, struct zp_table *t)
 {
-	_Atomic(uint64_t) **dir = atomic_load(&t->dir);
-	size_t i;
+	uint32_t n, nchunks = atomic_load(&t->nchunks);
 
-	for (i = 0; i < t->nchunks; i++)
-		zpool__pages_free(pool, (void *)dir[i], 1, true);
-	while (t->retired) {
-		struct dir_header *h = t->retired;
-
-		t->retired = h->prev;
-		zpool__pages_free(pool, h, h->pages, true);
-	}
+	for (n = 0; n < nchunks; n++)
+		if (chunk_present(t, n))
+			remove_chunk(pool, t, n);
 	zp_mutex_destroy(&t->lock);
+}
+
+void zpool__table_lock(struct zp_table *t)
+{
+	zp_mutex_lock(&t->lock);
+}
+
+void zpool__table_unlock(struct zp_table *t)
+{
+	zp_mutex_unlock(&t->lock);
+}
+
+size_t zpool__table_alloc_cost(struct zp_table *t)
+{
+	size_t cost = 0;
+
+	zp_mutex_lock(&t->lock);
+	if (!t->partial)
+		cost = new_chunk_cost(t, free_position(t));
+	zp_mutex_unlock(&t->lock);
+	return cost;
 }
 
 uint32_t zpool__table_alloc(struct zpool *pool, struct zp_table *t, uint64_t value)
 {
-	uint32_t idx = 0;
+	struct zp_chunk_info *ci;
+	_Atomic(uint64_t) *chunk;
+	uint32_t n, e, idx = 0;
 
 	zp_mutex_lock(&t->lock);
-	if (t->free_head) {
-		idx = t->free_head;
-		t->free_head = (uint32_t)(atomic_load_explicit(zpool__table_slot(t, idx),
-							       memory_order_relaxed) >> ZP_TAG_BITS);
+	if (t->partial) {
+		n = t->partial - 1;
 	} else {
-		idx = atomic_load_explicit(&t->next_unused, memory_order_relaxed);
-		if (idx > t->nchunks * ZP_TABLE_CHUNK) {
-			void *chunk;
-
-			idx = 0;
-			if (t->nchunks * ZP_TABLE_CHUNK >= UINT32_MAX - ZP_TABLE_CHUNK ||
-			    (t->nchunks == t->dir_cap && grow_dir(pool, t)))
-				goto out;
-			chunk = zpool__pages_alloc(pool, 1, true);
-			if (!chunk)
-				goto out;
-			atomic_load_explicit(&t->dir, memory_order_relaxed)[t->nchunks++] = chunk;
-		}
-		/* Publishes the chunk pointer to lock-free readers. */
-		idx = atomic_fetch_add_explicit(&t->next_unused, 1, memory_order_release);
+		n = free_position(t);
+		if (add_chunk(pool, t, n))
+			goto out;
 	}
-	atomic_store_explicit(zpool__table_slot(t, idx), value, memory_order_release);
-	t->in_use++;
+	ci = info_of(t, n);
+	chunk = zpool__table_chunk(t, n);
+	if (ci->free_head) {
+		e = ci->free_head - 1u;
+		ci->free_head = (uint16_t)(atomic_load_explicit(&chunk[e], memory_order_relaxed) >>
+					   ZP_TAG_BITS);
+	} else {
+		e = ci->bump++;
+	}
+	ci->in_use++;
+	if (ci->in_use == zpool__table_chunk_entries(n)) {
+		if (ci->partial)
+			partial_remove(t, n);
+	} else if (!ci->partial) {
+		partial_push(t, n);
+	}
+	atomic_store_explicit(&chunk[e], value, memory_order_release);
+	idx = (uint32_t)(n * ZP_TABLE_CHUNK + e + 1);
 out:
 	zp_mutex_unlock(&t->lock);
 	return idx;
 }
 
-void zpool__table_free(struct zp_table *t, uint32_t idx)
+void zpool__table_free(struct zpool *pool, struct zp_table *t, uint32_t idx)
 {
-	zp_mutex_lock(&t->lock);
-	atomic_store_explicit(zpool__table_slot(t, idx),
-			      (uint64_t)t->free_head << ZP_TAG_BITS | ZP_TAG_FREE,
-			      memory_order_release);
-	t->free_head = idx;
-	t->in_use--;
-	zp_mutex_unlock(&t->lock);
-}
+	uint32_t n = (uint32_t)((idx - 1u) / ZP_TABLE_CHUNK);
+	uint32_t e = (uint32_t)((idx - 1u) % ZP_TABLE_CHUNK);
+	struct zp_chunk_info *ci;
+	_Atomic(uint64_t) *chunk;
 
-bool zpool__table_valid(struct zp_table *t, uint32_t idx)
-{
-	/* next_unused only grows: an index below it has a chunk behind it. */
-	return idx && idx < atomic_load_explicit(&t->next_unused, memory_order_acquire);
+	zp_mutex_lock(&t->lock);
+	ci = info_of(t, n);
+	chunk = zpool__table_chunk(t, n);
+	atomic_store_explicit(&chunk[e], (uint64_t)ci->free_head << ZP_TAG_BITS | ZP_TAG_FREE,
+			      memory_order_release);
+	ci->free_head = (uint16_t)(e + 1);
+	ci->in_use--;
+	if (!ci->in_use) {
+		if (ci->partial)
+			partial_remove(t, n);
+		remove_chunk(pool, t, n);
+	} else if (!ci->partial) {
+		partial_push(t, n);
+	}
+	zp_mutex_unlock(&t->lock);
 }

@@ -128,6 +128,7 @@ struct zpool *zpool_create(const struct zpool_config *cfg)
 		errno = ENOMEM;
 		return NULL;
 	}
+	zpool__update_max(pool);
 	return pool;
 }
 
@@ -137,21 +138,33 @@ void zpool_destroy(struct zpool *pool)
 		destroy(pool);
 }
 
+/* Would @pages more pages pass the limit?  Checked before anything is
+ * allocated, so a refused store changes nothing. */
+static bool over_limit(struct zpool *pool, uint64_t limit, size_t pages)
+{
+	return limit && mem_used(pool) + (uint64_t)pages * ZP_PAGE_SIZE > limit;
+}
+
 static int store_same(struct zpool *pool, unsigned long word, zpool_handle_t *handle)
 {
-	uint32_t idx = zpool__table_alloc(pool, &pool->same, word);
-	uint32_t h;
+	uint64_t limit = atomic_load(&pool->mem_limit);
+	uint32_t idx, h;
 
+	if (limit && over_limit(pool, limit, zpool__table_alloc_cost(&pool->same) +
+						 zpool__table_alloc_cost(&pool->handles)))
+		return -ENOMEM;
+	idx = zpool__table_alloc(pool, &pool->same, word);
 	if (!idx)
 		return -ENOMEM;
 	h = zpool__table_alloc(pool, &pool->handles,
 			       (uint64_t)idx << ZP_TAG_BITS | ZP_TAG_SAME);
 	if (!h) {
-		zpool__table_free(&pool->same, idx);
+		zpool__table_free(pool, &pool->same, idx);
 		return -ENOMEM;
 	}
 	atomic_fetch_add(&pool->orig_pages, 1);
 	atomic_fetch_add(&pool->same_pages, 1);
+	zpool__update_max(pool);
 	*handle = h;
 	return 0;
 }
@@ -186,17 +199,27 @@ int zpool_store(struct zpool *pool, const void *page, zpool_handle_t *handle)
 		data = page;
 		len = ZP_PAGE_SIZE;
 	}
-	h = zpool__table_alloc(pool, &pool->handles, 0);
-	if (!h)
-		return -ENOMEM;
 	c = zpool__class_for(pool, n ? len + extra : ZP_PAGE_SIZE);
 
 	zp_write_lock(&c->lock);
+	limit = atomic_load(&pool->mem_limit);
+	if (limit && over_limit(pool, limit, zpool__obj_alloc_cost(pool, c) +
+						 zpool__table_alloc_cost(&pool->handles))) {
+		zp_rw_unlock(&c->lock);
+		return -ENOMEM;
+	}
+	h = zpool__table_alloc(pool, &pool->handles, 0);
+	if (!h) {
+		zp_rw_unlock(&c->lock);
+		return -ENOMEM;
+	}
 	dst = zpool__obj_alloc(pool, c, &zsp, &slot);
 	if (!dst)
 		goto nomem;
-	/* zram's order: allocate, then check the limit, and undo if over. */
-	limit = atomic_load(&pool->mem_limit);
+	/*
+	 * zram's order, allocate then check, still catches what a store on
+	 * another thread took between the estimate above and now.
+	 */
 	if (limit && mem_used(pool) > limit) {
 		zpool__obj_free(pool, c, zsp, slot);
 		goto nomem;
@@ -221,11 +244,12 @@ int zpool_store(struct zpool *pool, const void *page, zpool_handle_t *handle)
 		atomic_fetch_add(&pool->huge_pages, 1);
 		atomic_fetch_add(&pool->huge_since, 1);
 	}
+	zpool__update_max(pool);
 	*handle = h;
 	return 0;
 nomem:
+	zpool__table_free(pool, &pool->handles, h);
 	zp_rw_unlock(&c->lock);
-	zpool__table_free(&pool->handles, h);
 	return -ENOMEM;
 }
 
@@ -234,11 +258,18 @@ static uint64_t lookup(struct zpool *pool, zpool_handle_t handle)
 {
 	uint64_t e;
 
-	if (!pool || handle > UINT32_MAX || !zpool__table_valid(&pool->handles, (uint32_t)handle))
+	if (!pool || handle > UINT32_MAX)
 		return 0;
-	e = atomic_load_explicit(zpool__table_slot(&pool->handles, (uint32_t)handle),
-				 memory_order_acquire);
+	e = zpool__table_get(&pool->handles, (uint32_t)handle);
 	return zp_entry_tag(e) == ZP_TAG_OBJ || zp_entry_tag(e) == ZP_TAG_SAME ? e : 0;
+}
+
+/* With the class lock of @c held: the entry again, if it is still there. */
+static uint64_t relookup(struct zpool *pool, zpool_handle_t handle, const struct size_class *c)
+{
+	uint64_t e = zpool__table_get(&pool->handles, (uint32_t)handle);
+
+	return zp_entry_tag(e) == ZP_TAG_OBJ && pool->classes[zp_entry_class(e)] == c ? e : 0;
 }
 
 int zpool_load(struct zpool *pool, zpool_handle_t handle, void *page)
@@ -253,16 +284,15 @@ int zpool_load(struct zpool *pool, zpool_handle_t handle, void *page)
 	if (!e || !page)
 		return -EINVAL;
 	if (zp_entry_tag(e) == ZP_TAG_SAME) {
-		fill_page(page, (unsigned long)atomic_load(
-			zpool__table_slot(&pool->same, zp_entry_same_index(e))));
+		fill_page(page, (unsigned long)zpool__table_get(&pool->same,
+								zp_entry_same_index(e)));
 		return 0;
 	}
 	c = pool->classes[zp_entry_class(e)];
 	zp_read_lock(&c->lock);
 	/* Compaction may have moved the object before we got the lock. */
-	e = atomic_load_explicit(zpool__table_slot(&pool->handles, (uint32_t)handle),
-				 memory_order_acquire);
-	if (zp_entry_tag(e) != ZP_TAG_OBJ) {
+	e = relookup(pool, handle, c);
+	if (!e) {
 		ret = -EINVAL;
 		goto out;
 	}
@@ -293,22 +323,26 @@ out:
 void zpool_free(struct zpool *pool, zpool_handle_t handle)
 {
 	uint64_t e = lookup(pool, handle);
-	_Atomic(uint64_t) *slotp;
 	struct size_class *c;
 	size_t len;
 
 	if (!e)
 		return;
-	slotp = zpool__table_slot(&pool->handles, (uint32_t)handle);
 	if (zp_entry_tag(e) == ZP_TAG_SAME) {
-		zpool__table_free(&pool->same, zp_entry_same_index(e));
+		zpool__table_free(pool, &pool->same, zp_entry_same_index(e));
 		atomic_fetch_sub(&pool->same_pages, 1);
 	} else {
 		c = pool->classes[zp_entry_class(e)];
 		zp_write_lock(&c->lock);
-		e = atomic_load_explicit(slotp, memory_order_acquire);
+		/* Freed by another thread meanwhile: nothing left to do. */
+		e = relookup(pool, handle, c);
+		if (!e) {
+			zp_rw_unlock(&c->lock);
+			return;
+		}
 		/* Dead before unlocking, so compaction never moves a freed slot. */
-		atomic_store_explicit(slotp, 0, memory_order_release);
+		atomic_store_explicit(zpool__table_slot(&pool->handles, (uint32_t)handle), 0,
+				      memory_order_release);
 		zpool__obj_free(pool, c, zpool__zspage(pool, zp_entry_zspage(e)),
 				zp_entry_slot(e));
 		zp_rw_unlock(&c->lock);
@@ -318,7 +352,7 @@ void zpool_free(struct zpool *pool, zpool_handle_t handle)
 			atomic_fetch_sub(&pool->huge_pages, 1);
 	}
 	atomic_fetch_sub(&pool->orig_pages, 1);
-	zpool__table_free(&pool->handles, (uint32_t)handle);
+	zpool__table_free(pool, &pool->handles, (uint32_t)handle);
 }
 
 size_t zpool_obj_size(struct zpool *pool, zpool_handle_t handle)
@@ -378,6 +412,11 @@ int zpool__corrupt(struct zpool *pool, zpool_handle_t handle, size_t offset,
 		return -EINVAL;
 	c = pool->classes[zp_entry_class(e)];
 	zp_write_lock(&c->lock);
+	e = relookup(pool, handle, c);
+	if (!e || offset >= zp_entry_len(e)) {
+		zp_rw_unlock(&c->lock);
+		return -EINVAL;
+	}
 	zsp = zpool__zspage(pool, zp_entry_zspage(e));
 	zpool__obj_addr(c, zsp, zp_entry_slot(e))[offset] ^= mask;
 	zp_rw_unlock(&c->lock);

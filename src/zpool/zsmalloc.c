@@ -95,6 +95,8 @@ int zpool__classes_init(struct zpool *pool)
 	return 0;
 }
 
+static void desc_free(struct zpool *pool, struct zspage *z);
+
 /* Every zspage still held goes back; only at destroy, with no users left. */
 void zpool__classes_destroy(struct zpool *pool)
 {
@@ -110,14 +112,9 @@ void zpool__classes_destroy(struct zpool *pool)
 				c->fullness[g] = z->next;
 				pool->src.free(pool->src.ctx, z->mem,
 					       c->pages_per_zspage * ZP_PAGE_SIZE);
+				desc_free(pool, z); /* the last one frees its page */
 			}
 		zp_rwlock_destroy(&c->lock);
-	}
-	while (pool->desc_pages) {
-		struct zp_desc_page *p = pool->desc_pages;
-
-		pool->desc_pages = p->next;
-		zpool__pages_free(pool, p, 1, true);
 	}
 	if (pool->class_storage)
 		zpool__pages_free(pool, pool->class_storage,
@@ -179,30 +176,64 @@ static void fix_fullness(struct size_class *c, struct zspage *z)
 }
 
 /* zspage descriptors live in slab pages of their own, counted as metadata. */
+_Static_assert(sizeof(struct zp_desc_page) <= sizeof(struct zspage), "header fits");
+#define DESCS_PER_PAGE (ZP_PAGE_SIZE / sizeof(struct zspage) - 1)
+
+static void desc_unlink(struct zpool *pool, struct zp_desc_page *p)
+{
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		pool->desc_pages = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	p->next = p->prev = NULL;
+}
+
+static void desc_push_front(struct zpool *pool, struct zp_desc_page *p)
+{
+	p->prev = NULL;
+	p->next = pool->desc_pages;
+	if (p->next)
+		p->next->prev = p;
+	pool->desc_pages = p;
+}
+
+static struct zp_desc_page *desc_page_of(struct zspage *z)
+{
+	return (struct zp_desc_page *)(void *)((uintptr_t)z & ~(uintptr_t)(ZP_PAGE_SIZE - 1));
+}
+
 static struct zspage *desc_alloc(struct zpool *pool)
 {
+	struct zp_desc_page *p;
 	struct zspage *z;
 
 	zp_mutex_lock(&pool->desc_lock);
-	if (!pool->free_descs) {
-		struct zp_desc_page *p = zpool__pages_alloc(pool, 1, true);
-		size_t i, n;
+	p = pool->desc_pages;
+	if (!p) {
+		size_t i;
 
+		p = zpool__pages_alloc(pool, 1, true);
 		if (!p) {
 			zp_mutex_unlock(&pool->desc_lock);
 			return NULL;
 		}
-		p->next = pool->desc_pages;
-		pool->desc_pages = p;
 		z = (struct zspage *)(void *)((char *)p + sizeof(struct zspage));
-		n = ZP_PAGE_SIZE / sizeof(struct zspage) - 1;
-		for (i = 0; i < n; i++) {
-			z[i].next = pool->free_descs;
-			pool->free_descs = &z[i];
+		p->free = NULL;
+		p->used = 0;
+		for (i = DESCS_PER_PAGE; i-- > 0;) {
+			z[i].next = p->free;
+			p->free = &z[i];
 		}
+		desc_push_front(pool, p);
 	}
-	z = pool->free_descs;
-	pool->free_descs = z->next;
+	z = p->free;
+	p->free = z->next;
+	p->used++;
+	/* Only pages with room are listed; a full one comes back on its first free. */
+	if (!p->free)
+		desc_unlink(pool, p);
 	zp_mutex_unlock(&pool->desc_lock);
 	memset(z, 0, sizeof(*z));
 	return z;
@@ -210,9 +241,21 @@ static struct zspage *desc_alloc(struct zpool *pool)
 
 static void desc_free(struct zpool *pool, struct zspage *z)
 {
+	struct zp_desc_page *p = desc_page_of(z);
+
+	bool was_full;
+
 	zp_mutex_lock(&pool->desc_lock);
-	z->next = pool->free_descs;
-	pool->free_descs = z;
+	was_full = !p->free;
+	z->next = p->free;
+	p->free = z;
+	if (!--p->used) {
+		if (!was_full)
+			desc_unlink(pool, p);
+		zpool__pages_free(pool, p, 1, true);
+	} else if (was_full) {
+		desc_push_front(pool, p);
+	}
 	zp_mutex_unlock(&pool->desc_lock);
 }
 
@@ -236,7 +279,7 @@ static struct zspage *zspage_new(struct zpool *pool, struct size_class *c)
 	if (!id)
 		goto fail_mem;
 	if (id >= (1ull << ZP_ZSPAGE_BITS)) {
-		zpool__table_free(&pool->zspages, id);
+		zpool__table_free(pool, &pool->zspages, id);
 		goto fail_mem;
 	}
 	z->id = id;
@@ -260,7 +303,7 @@ static void zspage_release(struct zpool *pool, struct size_class *c, struct zspa
 {
 	count_pages(pool, c, -(long)z->pages_touched);
 	pool->src.free(pool->src.ctx, z->mem, c->pages_per_zspage * ZP_PAGE_SIZE);
-	zpool__table_free(&pool->zspages, z->id);
+	zpool__table_free(pool, &pool->zspages, z->id);
 	c->zspages--;
 	desc_free(pool, z);
 }
@@ -357,6 +400,94 @@ static unsigned int pages_for(const struct size_class *c, unsigned int slots)
 	return (unsigned int)(((size_t)slots * c->size + ZP_PAGE_SIZE - 1) / ZP_PAGE_SIZE);
 }
 
+size_t zpool__obj_alloc_cost(struct zpool *pool, struct size_class *c)
+{
+	struct zspage *z = fullest_with_room(c);
+	size_t cost;
+
+	if (z) {
+		unsigned int touched;
+
+		if (z->free_head != ZP_NO_SLOT || !pool->src.lazy)
+			return 0;
+		touched = pages_for(c, z->bump + 1u);
+		return touched > z->pages_touched ? touched - z->pages_touched : 0;
+	}
+	cost = pool->src.lazy ? pages_for(c, 1) : c->pages_per_zspage;
+	zp_mutex_lock(&pool->desc_lock);
+	if (!pool->desc_pages)
+		cost++;
+	zp_mutex_unlock(&pool->desc_lock);
+	return cost + zpool__table_alloc_cost(&pool->zspages);
+}
+
+/*
+ * Calls @fn on each handle-table entry of an object in class @c, until it
+ * returns false.  Objects carry no header, so this scan is how compaction
+ * finds the handles of what it moves.  Each chunk is walked under the table
+ * lock, so a chunk emptied by a free meanwhile is not given back under us.
+ */
+static void for_each_obj(struct zpool *pool, struct size_class *c,
+			 bool (*fn)(struct zpool *pool, struct size_class *c,
+				    _Atomic(uint64_t) *slotp, uint64_t e))
+{
+	uint32_t n, nch = zpool__table_nchunks(&pool->handles);
+	bool more = true;
+
+	for (n = 0; n < nch && more; n++) {
+		_Atomic(uint64_t) *chunk;
+		size_t i, entries = zpool__table_chunk_entries(n);
+
+		zpool__table_lock(&pool->handles);
+		chunk = zpool__table_chunk(&pool->handles, n);
+		for (i = 0; chunk && i < entries && more; i++) {
+			uint64_t e = atomic_load_explicit(&chunk[i], memory_order_acquire);
+
+			if (zp_entry_tag(e) == ZP_TAG_OBJ && zp_entry_class(e) == c->index)
+				more = fn(pool, c, &chunk[i], e);
+		}
+		zpool__table_unlock(&pool->handles);
+	}
+}
+
+/* Trimming: an object above its zspage's new end moves into a hole below. */
+static bool trim_one(struct zpool *pool, struct size_class *c, _Atomic(uint64_t) *slotp,
+		     uint64_t e)
+{
+	struct zspage *z = zpool__zspage(pool, zp_entry_zspage(e));
+	unsigned int slot = zp_entry_slot(e), hole;
+	uint16_t next;
+
+	if (z->compacting != ZP_TRIM || slot < z->trim_target)
+		return true;
+	hole = z->free_head;
+	memcpy(&next, zpool__obj_addr(c, z, hole), sizeof(next));
+	z->free_head = next;
+	move_obj(c, slotp, e, z, hole, zpool__obj_addr(c, z, hole),
+		 zpool__obj_addr(c, z, slot));
+	return true;
+}
+
+/* Evacuation: an object in a source zspage moves to the fullest with room. */
+static bool evacuate_one(struct zpool *pool, struct size_class *c, _Atomic(uint64_t) *slotp,
+			 uint64_t e)
+{
+	struct zspage *from = zpool__zspage(pool, zp_entry_zspage(e)), *to;
+	unsigned int slot, new_slot;
+	unsigned char *dst;
+
+	if (from->compacting != ZP_EVACUATE)
+		return true;
+	to = fullest_with_room(c);
+	if (!to)
+		return false;
+	slot = zp_entry_slot(e);
+	dst = take_slot(pool, c, to, &new_slot);
+	move_obj(c, slotp, e, to, new_slot, dst, zpool__obj_addr(c, from, slot));
+	zpool__obj_free(pool, c, from, slot);
+	return true;
+}
+
 /*
  * Trimming, under the class write lock: in each zspage where packing the
  * objects into the lowest slots would free a page, keep only holes below
@@ -366,7 +497,6 @@ static unsigned int pages_for(const struct size_class *c, unsigned int slots)
  */
 static size_t trim_class(struct zpool *pool, struct size_class *c)
 {
-	uint32_t idx, end;
 	size_t freed = 0;
 	bool any = false;
 	struct zspage *z;
@@ -398,25 +528,7 @@ static size_t trim_class(struct zpool *pool, struct size_class *c)
 		}
 	if (!any)
 		return 0;
-	end = atomic_load_explicit(&pool->handles.next_unused, memory_order_acquire);
-	for (idx = 1; idx < end; idx++) {
-		_Atomic(uint64_t) *slotp = zpool__table_slot(&pool->handles, idx);
-		uint64_t e = atomic_load_explicit(slotp, memory_order_acquire);
-		unsigned int slot, hole;
-		uint16_t next;
-
-		if (zp_entry_tag(e) != ZP_TAG_OBJ || zp_entry_class(e) != c->index)
-			continue;
-		z = zpool__zspage(pool, zp_entry_zspage(e));
-		slot = zp_entry_slot(e);
-		if (z->compacting != ZP_TRIM || slot < z->trim_target)
-			continue;
-		hole = z->free_head;
-		memcpy(&next, zpool__obj_addr(c, z, hole), sizeof(next));
-		z->free_head = next;
-		move_obj(c, slotp, e, z, hole, zpool__obj_addr(c, z, hole),
-			 zpool__obj_addr(c, z, slot));
-	}
+	for_each_obj(pool, c, trim_one);
 	for (g = 1; g < ZP_FULLNESS_GROUPS - 1; g++)
 		for (z = c->fullness[g]; z; z = z->next) {
 			unsigned int keep;
@@ -446,7 +558,6 @@ static size_t compact_class(struct zpool *pool, struct size_class *c)
 {
 	uint64_t free_slots = c->zspages * c->objs_per_zspage - c->objs_used;
 	struct zspage *sources = NULL, *z, *next;
-	uint32_t idx, end;
 	size_t freed = 0;
 	unsigned int g;
 
@@ -472,27 +583,7 @@ static size_t compact_class(struct zpool *pool, struct size_class *c)
 chosen:
 	if (!sources)
 		goto trim;
-	end = atomic_load_explicit(&pool->handles.next_unused, memory_order_acquire);
-	for (idx = 1; idx < end; idx++) {
-		_Atomic(uint64_t) *slotp = zpool__table_slot(&pool->handles, idx);
-		uint64_t e = atomic_load_explicit(slotp, memory_order_acquire);
-		struct zspage *from, *to;
-		unsigned int slot, new_slot;
-		unsigned char *dst;
-
-		if (zp_entry_tag(e) != ZP_TAG_OBJ || zp_entry_class(e) != c->index)
-			continue;
-		from = zpool__zspage(pool, zp_entry_zspage(e));
-		if (from->compacting != ZP_EVACUATE)
-			continue;
-		to = fullest_with_room(c);
-		if (!to)
-			break;
-		slot = zp_entry_slot(e);
-		dst = take_slot(pool, c, to, &new_slot);
-		move_obj(c, slotp, e, to, new_slot, dst, zpool__obj_addr(c, from, slot));
-		zpool__obj_free(pool, c, from, slot);
-	}
+	for_each_obj(pool, c, evacuate_one);
 	for (z = sources; z; z = next) {
 		next = z->next;
 		z->compacting = 0;

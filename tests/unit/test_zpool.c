@@ -234,6 +234,125 @@ START_TEST(test_mem_limit)
 }
 END_TEST
 
+/*
+ * A store refused by mem_limit changes no statistic at all, mem_used_max
+ * included (it used to rise to the limit plus the refused zspage).
+ */
+START_TEST(test_refused_store_changes_nothing)
+{
+	struct zpool *pool = new_pool(NULL, 0, NULL);
+	unsigned char page[PG];
+	struct zpool_stats st, st2;
+	zpool_handle_t h[512], spare = 0;
+	unsigned int n = 0, k, refused = 0;
+	int ret = 0;
+
+	zpool_stats(pool, &st);
+	zpool_set_mem_limit(pool, st.mem_used_total + 24 * PG);
+	while (n < 512) {
+		make_page(page, (enum page_kind)(PAGE_TEXT + n % 3), n, 0);
+		ret = zpool_store(pool, page, &h[n]);
+		if (ret)
+			break;
+		n++;
+	}
+	ck_assert_int_eq(ret, -ENOMEM);
+	ck_assert_uint_gt(n, 3);
+	/* Raw, compressible and new-class pages: each would need a new page. */
+	for (k = 0; k < 40; k++) {
+		if (k % 4 == 3)
+			make_page(page, PAGE_SIZED, 7000 + k, 40 + 37 * k % (unsigned int)(PG / 2));
+		else
+			make_page(page, (enum page_kind)(PAGE_TEXT + k % 3), 1000 + k, 0);
+		zpool_stats(pool, &st);
+		ret = zpool_store(pool, page, &spare);
+		zpool_stats(pool, &st2);
+		if (ret) {
+			ck_assert_int_eq(ret, -ENOMEM);
+			ck_assert_uint_eq(spare, 0);
+			ck_assert_uint_le(st2.mem_used_total, st2.mem_limit);
+			ck_assert_msg(!memcmp(&st, &st2, sizeof(st)),
+				      "refused store %u changed the statistics: mem_used_total "
+				      "%llu -> %llu, mem_used_max %llu -> %llu", k,
+				      (unsigned long long)st.mem_used_total,
+				      (unsigned long long)st2.mem_used_total,
+				      (unsigned long long)st.mem_used_max,
+				      (unsigned long long)st2.mem_used_max);
+			refused++;
+		} else {
+			/* Fitted in room left over: a real store, kept. */
+			ck_assert_uint_le(st2.mem_used_total, st2.mem_limit);
+			ck_assert_uint_le(st2.mem_used_max, st2.mem_limit);
+			zpool_free(pool, spare);
+			spare = 0;
+		}
+	}
+	ck_assert_uint_gt(refused, 20);
+	ck_assert_uint_le(st2.mem_used_max, st2.mem_limit);
+	zpool_destroy(pool);
+}
+END_TEST
+
+/*
+ * More objects than the old handle table could index (4,177,920: a
+ * directory of at most 16 pages), same-filled and tiny ones; then every
+ * page the tables took goes back when they are freed.
+ */
+START_TEST(test_millions_of_objects)
+{
+	struct zpool *pool = new_pool(NULL, 0, NULL);
+	unsigned int n = test_scale(5000000), i;
+	zpool_handle_t *h = malloc((size_t)n * sizeof(*h));
+	unsigned char *tiny = test_pages(1), *same = test_pages(1), *out = test_pages(1);
+	struct zpool_stats start, full, end;
+
+	ck_assert_ptr_nonnull(h);
+	ck_assert_uint_ge(zpool__max_objects(), n);
+	zpool_stats(pool, &start);
+	memset(tiny, 0, PG);
+	tiny[PG - 1] = 1;
+	for (i = 0; i < n; i++) {
+		unsigned char *p = tiny;
+		int ret;
+
+		if (i % 2) {
+			make_page(same, PAGE_SAME, i, 0);
+			p = same;
+		} else {
+			memcpy(tiny, &i, sizeof(i));
+		}
+		ret = zpool_store(pool, p, &h[i]);
+		ck_assert_msg(ret == 0, "store %u of %u: %d", i, n, ret);
+	}
+	zpool_stats(pool, &full);
+	ck_assert_uint_eq(full.objects, n);
+	ck_assert_uint_eq(full.same_pages, n / 2);
+	for (i = 0; i < n; i += n / 1000 + 1) {
+		ck_assert_int_eq(zpool_load(pool, h[i], out), 0);
+		if (i % 2) {
+			make_page(same, PAGE_SAME, i, 0);
+			ck_assert_mem_eq(out, same, PG);
+		} else {
+			memcpy(tiny, &i, sizeof(i));
+			ck_assert_mem_eq(out, tiny, PG);
+		}
+	}
+	for (i = 0; i < n; i++)
+		zpool_free(pool, h[i]);
+	zpool_stats(pool, &end);
+	ck_assert_uint_eq(end.objects, 0);
+	ck_assert_uint_eq(end.mem_used_total, start.mem_used_total);
+	ck_assert_uint_eq(end.metadata_bytes, start.metadata_bytes);
+	ck_assert_uint_gt(full.mem_used_max, start.mem_used_total);
+	ck_assert_int_eq(zpool_load(pool, h[n - 1], out), -EINVAL);
+	zpool_destroy(pool);
+	free(h);
+	free(tiny);
+	free(same);
+	free(out);
+}
+END_TEST
+
 /* A corrupted object gives -EIO and never wrong bytes. */
 START_TEST(test_checksum_detects_corruption)
 {
@@ -454,6 +573,8 @@ int main(void)
 	tcase_add_test(tc, test_same_filled_pages);
 	tcase_add_test(tc, test_invalid_calls);
 	tcase_add_test(tc, test_mem_limit);
+	tcase_add_test(tc, test_refused_store_changes_nothing);
+	tcase_add_test(tc, test_millions_of_objects);
 	tcase_add_test(tc, test_checksum_detects_corruption);
 	tcase_add_test(tc, test_corrupt_without_checksum);
 	tcase_add_test(tc, test_page_source_failures);
