@@ -110,9 +110,12 @@ struct zram_io_stat {
 };
 
 /**
- * ZRAM_MAX_DISKSIZE - the largest disksize zram_create() accepts, in bytes
+ * ZRAM_MAX_DISKSIZE - a bound on the disksize zram_create() accepts, in bytes
  *
- * 2^32 - 1 pages: 16 TiB with 4 KiB pages.
+ * 2^32 - 1 pages: 16 TiB with 4 KiB pages.  zram_create() also refuses a
+ * disk with more pages than one pool can store (every page may need an
+ * object): 2^28 - 1 pages (1 TiB less one page) with 4 KiB pages,
+ * 2^18 - 1 (16 GiB less one page) with 64 KiB pages.
  */
 #define ZRAM_MAX_DISKSIZE ((uint64_t)UINT32_MAX << BVEC_PAGE_SHIFT)
 
@@ -126,8 +129,9 @@ struct zram;
  * with the first write under it (see the DOC above).
  *
  * Return: the device, owned by the caller (free with zram_destroy()), or
- * NULL with errno EINVAL (NULL @cfg, bad @cfg->size, @cfg->disksize 0 or
- * over %ZRAM_MAX_DISKSIZE, a @cfg->page_source without alloc or free, an
+ * NULL with errno EINVAL (NULL @cfg, bad @cfg->size, @cfg->disksize 0, over
+ * %ZRAM_MAX_DISKSIZE or more pages than a pool can hold, a
+ * @cfg->page_source without alloc or free, an
  * unknown compressor or level) or ENOMEM (the pool or the slot table's
  * root could not be allocated).
  */

@@ -480,7 +480,13 @@ struct zram *zram_create(const struct zram_config *cfg)
 		return NULL;
 	}
 	memcpy(&c, cfg, cfg->size);
+	/*
+	 * Every page of the disk may need an object of its own (a zero page
+	 * too), so a disk the pool could not fill is refused now rather than
+	 * failing writes near its end later.
+	 */
 	if (!c.disksize || c.disksize > ZRAM_MAX_DISKSIZE ||
+	    (c.disksize + ZP_PAGE_SIZE - 1) / ZP_PAGE_SIZE > zpool__max_objects() ||
 	    (c.page_source && (!c.page_source->alloc || !c.page_source->free))) {
 		errno = EINVAL;
 		return NULL;
