@@ -4,11 +4,12 @@
  * the device (size, compressor, checksum flag, zspage chain) and then a
  * sequence of READ/WRITE/DISCARD/WRITE_ZEROES/FLUSH bios at any sector,
  * with multi-segment payloads scattered over unaligned buffers and of any
- * byte lengths, some past the end, some not whole sectors.  Every read is
- * compared with the model; a bio the device must refuse (past the end, not
- * whole sectors) must fail, count as invalid_io and change nothing.  Under
- * a mem_limit a write may fail, but each byte it covered must then hold
- * either the old or the new data, and nothing outside it may change.
+ * byte lengths, some past the end, some not whole logical blocks.  Every
+ * read is compared with the model; a bio the device must refuse (past the
+ * end, not whole logical blocks) must fail, count as invalid_io and change
+ * nothing.  Under a mem_limit a write may fail, but each byte it covered
+ * must then hold either the old or the new data, and nothing outside it
+ * may change.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -21,7 +22,7 @@
 #define MAX_PAGES 24
 #define MAX_SEGS 8
 #define SEG_MAX (3 * PS)
-#define ARENA (MAX_SEGS * (SEG_MAX + 256) + 1024)
+#define ARENA (MAX_SEGS * (SEG_MAX + 256) + PS)
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 
@@ -111,6 +112,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	struct input in = { data, size };
 	struct block_device *bdev;
 	size_t bytes, sectors;
+	unsigned int lbs;
 	bool limited = false;
 	struct zram *z;
 	unsigned int c;
@@ -118,7 +120,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	if (!model) {
 		model = malloc(MAX_PAGES * PS);
 		old = malloc(MAX_PAGES * PS);
-		wdata = malloc(MAX_SEGS * SEG_MAX + BVEC_SECTOR_SIZE);
+		wdata = malloc(MAX_SEGS * SEG_MAX + PS);
 		arena = malloc(ARENA);
 		if (!model || !old || !wdata || !arena)
 			abort();
@@ -138,6 +140,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	if (!z)
 		abort();
 	bdev = zram_disk(z)->part0;
+	lbs = bdev_logical_block_size(bdev);
 	if (get_capacity(zram_disk(z)) != sectors)
 		abort();
 	memset(model, 0, bytes);
@@ -172,14 +175,14 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 				cursor += segl[i];
 				total += segl[i];
 			}
-			/* Usually whole sectors: the last piece takes up the slack. */
-			if (!(op & 0x80) && total % BVEC_SECTOR_SIZE) {
-				unsigned int add = BVEC_SECTOR_SIZE - total % BVEC_SECTOR_SIZE;
+			/* Usually whole blocks: the last piece takes up the slack. */
+			if (!(op & 0x80) && total % lbs) {
+				unsigned int add = lbs - (unsigned int)(total % lbs);
 
 				segl[nseg - 1] += add;
 				total += add;
 			}
-			refuse = total % BVEC_SECTOR_SIZE ||
+			refuse = total % lbs || sector % (lbs / BVEC_SECTOR_SIZE) ||
 				 sector + total / BVEC_SECTOR_SIZE > sectors;
 			bio_init(&bio, bdev, table, MAX_SEGS,
 				 op % 8 == 0 ? REQ_OP_READ : REQ_OP_WRITE | (op & 0x40 ? REQ_FUA : 0));
@@ -233,7 +236,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 			if (op & 0x80)
 				total += (size_t)take(&in, 1) * PS; /* whole pages */
 			/* As in Linux, an empty bio is not checked against the end. */
-			refuse = total && sector + total / BVEC_SECTOR_SIZE > sectors;
+			refuse = total % lbs || (total && sector % (lbs / BVEC_SECTOR_SIZE)) ||
+				 (total && sector + total / BVEC_SECTOR_SIZE > sectors);
 			bio_init(&bio, bdev, NULL, 0, op % 8 == 3 ? REQ_OP_DISCARD : REQ_OP_WRITE_ZEROES);
 			bio.bi_iter.bi_sector = sector;
 			bio.bi_iter.bi_size = (unsigned int)total;
