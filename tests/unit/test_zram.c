@@ -591,6 +591,8 @@ static void *race_io(void *arg)
 		int ret;
 
 		make_page(buf, (enum page_kind)(op % PAGE_KINDS), n, 100);
+		make_page(buf + PG, (enum page_kind)(op % PAGE_KINDS), n + 1, 100);
+		memset(buf + 2 * PG, 0, 8);
 		if (op < 3)
 			ret = do_io(r->z, REQ_OP_WRITE, start, buf, len, rng_range(&rng, 1, 3));
 		else if (op < 5)
