@@ -16,6 +16,7 @@
 #ifndef LIBBVEC_KERNEL_H
 #define LIBBVEC_KERNEL_H
 
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -65,6 +66,16 @@ static inline uint32_t bvec__sector_div(uint64_t *n, uint32_t base)
  * Return: the remainder, a uint32_t.
  */
 #define sector_div(n, base) bvec__sector_div(&(n), (base))
+
+/* Fixed-width limits (UINT_MAX, ULONG_MAX come from <limits.h>). */
+#define U8_MAX ((uint8_t)~0U)
+#define U16_MAX ((uint16_t)~0U)
+#define U32_MAX ((uint32_t)~0U)
+#define U64_MAX ((uint64_t)~0ULL)
+#define S64_MAX ((int64_t)(U64_MAX >> 1))
+
+/* "Any NUMA node": userspace allocations have no placement. */
+#define NUMA_NO_NODE (-1)
 
 /* ======== Sparse and compiler annotations ======== */
 
