@@ -173,8 +173,8 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("zpool_rss");
-	TCase *tc = tcase_create("rss");
+	Suite *s;
+	TCase *tc;
 	int ret;
 
 	if (SANITIZED || under_valgrind()) {
@@ -189,6 +189,8 @@ int main(void)
 		printf("zpool_rss: out of memory for %zu pages\n", npages);
 		return EXIT_FAILURE;
 	}
+	s = suite_create("zpool_rss");
+	tc = tcase_create("rss");
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_mem_used_is_resident_memory);
 	suite_add_tcase(s, tc);
