@@ -8,6 +8,7 @@
  * and linux.h pieces they use.
  */
 #include <check.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -336,6 +337,51 @@ START_TEST(test_io_acct_time)
 }
 END_TEST
 
+struct acct_thread {
+	struct gendisk *disk;
+	unsigned int n;
+};
+
+static void *acct_worker(void *arg)
+{
+	struct acct_thread *t = arg;
+	struct bio bio;
+	unsigned int i;
+
+	for (i = 0; i < t->n; i++) {
+		unsigned long start;
+
+		bio_init(&bio, t->disk->part0, NULL, 0, i % 2 ? REQ_OP_WRITE : REQ_OP_READ);
+		bio.bi_iter.bi_size = 4096;
+		start = bio_start_io_acct(&bio);
+		bio_end_io_acct(&bio, start);
+		bio_uninit(&bio);
+	}
+	return NULL;
+}
+
+/* Accounting from several threads at once loses nothing (atomics, no lock). */
+START_TEST(test_io_acct_threads)
+{
+	struct kbrd *brd = kbrd_create(64, 512, false);
+	struct acct_thread t = { brd->disk, rounds(20000) };
+	pthread_t th[4];
+	struct bvec_disk_stat st;
+	unsigned int i;
+
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, acct_worker, &t), 0);
+	for (i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	st = stat_of(brd->disk);
+	ck_assert_uint_eq(st.ios[BVEC_STAT_READ], 4 * ((t.n + 1) / 2));
+	ck_assert_uint_eq(st.ios[BVEC_STAT_WRITE], 4 * (t.n / 2));
+	ck_assert_uint_eq(st.sectors[BVEC_STAT_READ] + st.sectors[BVEC_STAT_WRITE], 4 * 8 * (u64)t.n);
+	ck_assert_uint_eq(st.in_flight[0] + st.in_flight[1], 0);
+	kbrd_destroy(brd);
+}
+END_TEST
+
 /* zram-like: 4 KiB blocks, partial pages, whole-page discard, no strays. */
 START_TEST(test_zram)
 {
@@ -516,6 +562,7 @@ int main(void)
 	tcase_add_loop_test(tc, test_brd_filters, 0, 2);
 	tcase_add_test(tc, test_brd_write_cache);
 	tcase_add_test(tc, test_io_acct_time);
+	tcase_add_test(tc, test_io_acct_threads);
 	tcase_add_test(tc, test_zram);
 	tcase_add_loop_test(tc, test_stripe, 0, 2);
 	suite_add_tcase(s, tc);
