@@ -18,9 +18,9 @@
  * follows the process's resident memory down as well as up.
  *
  * Limits: one pool holds up to 2^32 - 1 handles, and up to 2^N - 1 zspages
- * at once, where N is 28 with 4 KiB pages and 18 with 64 KiB pages.  An
- * incompressible page fills a zspage of its own, so 268,435,455 pages
- * (1 TiB) with 4 KiB pages, or 262,143 pages (16 GiB) with 64 KiB pages,
+ * at once, where N is 30 with 4 KiB pages and 18 with 64 KiB pages.  An
+ * incompressible page fills a zspage of its own, so 1,073,741,823 pages
+ * (4 TiB) with 4 KiB pages, or 262,143 pages (16 GiB) with 64 KiB pages,
  * can be stored whatever their contents; compressible pages share zspages
  * and go further.  Past a limit a store fails with -ENOMEM.
  *

@@ -3,6 +3,12 @@
  * A page source over a caller's fixed memory, for embedders without mmap or
  * malloc.  Runs of 1 to 16 pages are carved in order and recycled by
  * length; a request with no run of its length splits a longer free run.
+ *
+ * Free runs are linked through their own first bytes, unlike the mmap
+ * source's: an arena is not lazy, the caller's block is the pool's memory
+ * whether a page is in use or not, and the pool counts a page while it
+ * holds it, not while it is resident, so writing into a freed run hides
+ * nothing.  With no malloc there is nowhere else to keep the links.
  */
 #include "internal.h"
 

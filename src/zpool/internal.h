@@ -119,7 +119,7 @@ struct zp_table {
  * A stored page takes one handle (a 32-bit table index); a compressed or
  * raw page also lives in a zspage, whose id has ZP_ZSPAGE_BITS bits, and a
  * raw ("huge") page fills a zspage by itself.  So this many pages can be
- * stored whatever their contents: 268,435,455 with 4 KiB pages (1 TiB),
+ * stored whatever their contents: 1,073,741,823 with 4 KiB pages (4 TiB),
  * 262,143 with 64 KiB pages (16 GiB).  zram sizes its disks against it.
  *
  * Return: the count; constant for the build.  No locking.
