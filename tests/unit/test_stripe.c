@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-/* examples/stripe over zram devices and over files: split, chain, remap. */
+/* The stripe driver over zram devices and over files: split, chain, remap. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <unistd.h>
 
+#include <libbvec/stripe.h>
 #include <libbvec/zram.h>
 
-#include "../../examples/stripe/stripe.h"
 #include "pages.h"
 
 #define CHUNK_SECTORS ((unsigned int)(2 * PG / 512))
@@ -26,12 +26,39 @@ static int io(struct gendisk *disk, blk_opf_t op, uint64_t off, void *mem, unsig
 	return ret;
 }
 
+/* Bad geometry is refused with EINVAL; nothing is allocated. */
+START_TEST(test_create_refuses)
+{
+	struct gendisk *children[BVEC_STRIPE_MAX_CHILDREN + 1];
+	struct gendisk *disk = blk_alloc_disk(NULL, -1);
+	unsigned int i;
+
+	ck_assert_ptr_nonnull(disk);
+	set_capacity(disk, 1024);
+	for (i = 0; i <= BVEC_STRIPE_MAX_CHILDREN; i++)
+		children[i] = disk;
+	errno = 0;
+	ck_assert_ptr_null(bvec_stripe_create(NULL, 1, CHUNK_SECTORS));
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_ptr_null(bvec_stripe_create(children, 0, CHUNK_SECTORS));
+	ck_assert_ptr_null(bvec_stripe_create(children, BVEC_STRIPE_MAX_CHILDREN + 1,
+					      CHUNK_SECTORS));
+	ck_assert_ptr_null(bvec_stripe_create(children, 2, CHUNK_SECTORS + 1));
+	ck_assert_ptr_null(bvec_stripe_create(children, 2, PG / 512 / 2));
+	children[1] = NULL;
+	errno = 0;
+	ck_assert_ptr_null(bvec_stripe_create(children, 2, CHUNK_SECTORS));
+	ck_assert_int_eq(errno, EINVAL);
+	put_disk(disk);
+}
+END_TEST
+
 START_TEST(test_over_zram)
 {
 	struct zram_config cfg = ZRAM_CONFIG_INIT;
 	struct gendisk *children[4];
 	struct zram *z[4];
-	struct stripe *s;
+	struct gendisk *s;
 	uint64_t bytes;
 	unsigned char *model, *buf = malloc(8 * PG + 16), *got = malloc(8 * PG + 16);
 	struct rng rng = { 31337 };
@@ -43,9 +70,10 @@ START_TEST(test_over_zram)
 		ck_assert_ptr_nonnull(z[i]);
 		children[i] = zram_disk(z[i]);
 	}
-	s = stripe_create(children, 4, CHUNK_SECTORS);
+	s = bvec_stripe_create(children, 4, CHUNK_SECTORS);
 	ck_assert_ptr_nonnull(s);
-	bytes = get_capacity(stripe_disk(s)) * 512;
+	bytes = get_capacity(s) * 512;
+	ck_assert(!bdev_write_cache(s->part0)); /* zram has none */
 	ck_assert_uint_eq(bytes, 4 * 32 * PG);
 	model = calloc(1, bytes);
 	for (step = 0; step < test_scale(1500); step++) {
@@ -57,16 +85,16 @@ START_TEST(test_over_zram)
 			for (i = 0; i < len; i++)
 				buf[mis + i] = (unsigned char)rng_next(&rng);
 			memcpy(model + off, buf + mis, len);
-			ck_assert_int_eq(io(stripe_disk(s), REQ_OP_WRITE, off, buf + mis, len), 0);
+			ck_assert_int_eq(io(s, REQ_OP_WRITE, off, buf + mis, len), 0);
 		} else if (op < 4) {
-			ck_assert_int_eq(io(stripe_disk(s), REQ_OP_READ, off, got + mis, len), 0);
+			ck_assert_int_eq(io(s, REQ_OP_READ, off, got + mis, len), 0);
 			ck_assert_mem_eq(got + mis, model + off, len);
 		} else {
 			memset(model + off, 0, len);
-			ck_assert_int_eq(io(stripe_disk(s), REQ_OP_DISCARD, off, NULL, len), 0);
+			ck_assert_int_eq(io(s, REQ_OP_DISCARD, off, NULL, len), 0);
 		}
 	}
-	ck_assert_int_eq(io(stripe_disk(s), REQ_OP_FLUSH, 0, NULL, 0), 0);
+	ck_assert_int_eq(io(s, REQ_OP_FLUSH, 0, NULL, 0), 0);
 	for (i = 0; i < 4; i++) {
 		struct zram_mm_stat ms;
 
@@ -74,8 +102,8 @@ START_TEST(test_over_zram)
 		ck_assert_uint_gt(ms.orig_data_size, 0); /* every child got data */
 	}
 	/* Past the end of the stripe: refused, nothing reaches the children. */
-	ck_assert_int_eq(io(stripe_disk(s), REQ_OP_WRITE, bytes - 512, buf, 1024), -EIO);
-	stripe_destroy(s);
+	ck_assert_int_eq(io(s, REQ_OP_WRITE, bytes - 512, buf, 1024), -EIO);
+	put_disk(s);
 	for (i = 0; i < 4; i++)
 		zram_destroy(z[i]);
 	free(model);
@@ -91,7 +119,7 @@ START_TEST(test_over_files)
 	struct gendisk *children[3];
 	int fd[3];
 	char name[64];
-	struct stripe *s;
+	struct gendisk *s;
 	unsigned char *data = malloc(n * per_file), *chunk = malloc(CHUNK_SECTORS * 512);
 	unsigned int i, c;
 	struct rng rng = { 99 };
@@ -105,14 +133,15 @@ START_TEST(test_over_files)
 		children[i] = bvec_file_disk_create(fd[i], NULL);
 		ck_assert_ptr_nonnull(children[i]);
 	}
-	s = stripe_create(children, n, CHUNK_SECTORS);
+	s = bvec_stripe_create(children, n, CHUNK_SECTORS);
 	ck_assert_ptr_nonnull(s);
-	ck_assert_uint_eq(get_capacity(stripe_disk(s)), (uint64_t)n * per_file / 512);
+	ck_assert_uint_eq(get_capacity(s), (uint64_t)n * per_file / 512);
+	ck_assert(bdev_write_cache(s->part0)); /* inherited from the files */
 	for (i = 0; i < n * per_file; i++)
 		data[i] = (unsigned char)rng_next(&rng);
 	/* One bio for everything: split into 48 chunks across three files. */
-	ck_assert_int_eq(io(stripe_disk(s), REQ_OP_WRITE, 0, data, n * per_file), 0);
-	ck_assert_int_eq(io(stripe_disk(s), REQ_OP_FLUSH, 0, NULL, 0), 0);
+	ck_assert_int_eq(io(s, REQ_OP_WRITE, 0, data, n * per_file), 0);
+	ck_assert_int_eq(io(s, REQ_OP_FLUSH, 0, NULL, 0), 0);
 	for (c = 0; c < n * per_file / (CHUNK_SECTORS * 512); c++) {
 		off_t at = (off_t)(c / n) * CHUNK_SECTORS * 512;
 
@@ -122,12 +151,12 @@ START_TEST(test_over_files)
 				 CHUNK_SECTORS * 512);
 	}
 	/* WRITE_ZEROES across a chunk boundary reads back as zeroes. */
-	ck_assert_int_eq(io(stripe_disk(s), REQ_OP_WRITE_ZEROES, CHUNK_SECTORS * 512 - 1024,
+	ck_assert_int_eq(io(s, REQ_OP_WRITE_ZEROES, CHUNK_SECTORS * 512 - 1024,
 			    NULL, 4096), 0);
-	ck_assert_int_eq(io(stripe_disk(s), REQ_OP_READ, CHUNK_SECTORS * 512 - 1024, chunk, 4096), 0);
+	ck_assert_int_eq(io(s, REQ_OP_READ, CHUNK_SECTORS * 512 - 1024, chunk, 4096), 0);
 	for (i = 0; i < 4096; i++)
 		ck_assert_uint_eq(chunk[i], 0);
-	stripe_destroy(s);
+	put_disk(s);
 	for (i = 0; i < n; i++) {
 		put_disk(children[i]);
 		close(fd[i]);
@@ -158,7 +187,7 @@ static void count_done(struct bio *bio)
 START_TEST(test_first_error_reaches_parent)
 {
 	struct gendisk *children[2];
-	struct stripe *s;
+	struct gendisk *s;
 	unsigned char *buf = malloc(8 * CHUNK_SECTORS * 512);
 	struct bio *bio;
 	unsigned int i;
@@ -168,8 +197,8 @@ START_TEST(test_first_error_reaches_parent)
 		children[i]->fops = &failing_ops;
 		set_capacity(children[i], 64 * CHUNK_SECTORS);
 	}
-	s = stripe_create(children, 2, CHUNK_SECTORS);
-	bio = bio_alloc(stripe_disk(s)->part0, 1, REQ_OP_WRITE, GFP_KERNEL);
+	s = bvec_stripe_create(children, 2, CHUNK_SECTORS);
+	bio = bio_alloc(s->part0, 1, REQ_OP_WRITE, GFP_KERNEL);
 	bio_add_virt(bio, buf, 8 * CHUNK_SECTORS * 512);
 	bio->bi_end_io = count_done;
 	completions = 0;
@@ -177,7 +206,7 @@ START_TEST(test_first_error_reaches_parent)
 	ck_assert_int_eq(completions, 1);
 	ck_assert_int_eq(bio->bi_status, BLK_STS_MEDIUM);
 	bio_put(bio);
-	stripe_destroy(s);
+	put_disk(s);
 	for (i = 0; i < 2; i++)
 		put_disk(children[i]);
 	free(buf);
@@ -187,6 +216,7 @@ END_TEST
 int main(void)
 {
 	const TTest *const raid0[] = {
+		test_create_refuses,
 		test_over_zram,
 		test_over_files,
 		test_first_error_reaches_parent,

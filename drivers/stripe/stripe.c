@@ -1,14 +1,12 @@
 // SPDX-License-Identifier: MIT
-// cc -c stripe.c $(pkg-config --cflags libbvec)
-/* A RAID-0 driver: split at chunk boundaries, chain, remap, resubmit. */
-#include <errno.h>
-#include <stdlib.h>
+/* The stripe driver (RAID-0): split at chunk boundaries, chain, remap, resubmit. */
+#include <libbvec/stripe.h>
 
-#include "stripe.h"
+#include "bvec/internal.h"
+#include "bvec/os.h"
 
 struct stripe {
-	struct gendisk *disk;
-	struct gendisk *children[64];
+	struct gendisk *children[BVEC_STRIPE_MAX_CHILDREN];
 	unsigned int n;
 	unsigned int chunk_sectors;
 	struct bio_set bs;
@@ -75,26 +73,46 @@ static void stripe_submit_bio(struct bio *bio)
 	submit_bio(bio);
 }
 
+static void stripe_free_disk(struct gendisk *disk)
+{
+	struct stripe *s = disk->private_data;
+
+	bioset_exit(&s->bs);
+	bvec__os_free(NULL, s, sizeof(*s));
+}
+
 static const struct block_device_operations stripe_fops = {
 	.submit_bio = stripe_submit_bio,
+	.free_disk = stripe_free_disk,
 };
 
-struct stripe *stripe_create(struct gendisk *const *children, unsigned int n,
-			     unsigned int chunk_sectors)
+struct gendisk *bvec_stripe_create(struct gendisk *const *children, unsigned int n,
+				   unsigned int chunk_sectors)
 {
 	struct queue_limits lim;
+	struct gendisk *disk;
 	struct stripe *s;
 	sector_t min = UINT64_MAX;
 	unsigned int i;
+	int err;
 
-	if (!n || n > 64 || chunk_sectors < BVEC_PAGE_SIZE / 512 ||
+	if (!children || !n || n > BVEC_STRIPE_MAX_CHILDREN ||
+	    chunk_sectors < BVEC_PAGE_SIZE >> BVEC_SECTOR_SHIFT ||
 	    (chunk_sectors & (chunk_sectors - 1))) {
-		errno = EINVAL;
+		bvec__set_errno(EINVAL);
 		return NULL;
 	}
-	s = calloc(1, sizeof(*s));
-	if (!s)
+	for (i = 0; i < n; i++)
+		if (!children[i]) {
+			bvec__set_errno(EINVAL);
+			return NULL;
+		}
+	s = bvec__os_alloc(NULL, sizeof(*s));
+	if (!s) {
+		bvec__set_errno(ENOMEM);
 		return NULL;
+	}
+	memset(s, 0, sizeof(*s));
 	s->n = n;
 	s->chunk_sectors = chunk_sectors;
 	for (i = 0; i < n; i++) {
@@ -103,8 +121,10 @@ struct stripe *stripe_create(struct gendisk *const *children, unsigned int n,
 			min = get_capacity(children[i]);
 	}
 	/* Splits must make progress when memory is short: keep a reserve. */
-	if (bioset_init(&s->bs, 4 * n, 0, 0)) {
-		free(s);
+	err = bioset_init(&s->bs, 4 * n, 0, 0);
+	if (err) {
+		bvec__os_free(NULL, s, sizeof(*s));
+		bvec__set_errno(-err);
 		return NULL;
 	}
 	blk_set_stacking_limits(&lim); /* it splits for itself */
@@ -112,28 +132,15 @@ struct stripe *stripe_create(struct gendisk *const *children, unsigned int n,
 	for (i = 0; i < n; i++)
 		lim.features |= children[i]->limits.features &
 				(BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA);
-	s->disk = blk_alloc_disk(&lim, -1);
-	if (!s->disk) {
+	disk = blk_alloc_disk(&lim, -1);
+	if (!disk) {
 		bioset_exit(&s->bs);
-		free(s);
-		return NULL;
+		bvec__os_free(NULL, s, sizeof(*s));
+		return NULL; /* errno from blk_alloc_disk() */
 	}
-	s->disk->fops = &stripe_fops;
-	s->disk->private_data = s;
-	set_capacity(s->disk, min / chunk_sectors * chunk_sectors * n);
-	return s;
-}
-
-struct gendisk *stripe_disk(struct stripe *s)
-{
-	return s->disk;
-}
-
-void stripe_destroy(struct stripe *s)
-{
-	if (!s)
-		return;
-	put_disk(s->disk);
-	bioset_exit(&s->bs);
-	free(s);
+	disk->fops = &stripe_fops;
+	disk->private_data = s;
+	strncpy(disk->disk_name, "stripe", sizeof(disk->disk_name) - 1);
+	set_capacity(disk, min / chunk_sectors * chunk_sectors * n);
+	return disk;
 }

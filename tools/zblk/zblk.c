@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: MIT
-// cc zblk.c ../stripe/stripe.c $(pkg-config --cflags --libs libzpool fuse3) -o zblk
 /*
  * zblk: a compressed block file.
  *
@@ -37,9 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <libbvec/stripe.h>
 #include <libbvec/zram.h>
-
-#include "../stripe/stripe.h"
 
 #define MAX_STRIPES 16
 
@@ -59,7 +57,7 @@ struct zblk {
 	uint64_t disksize, chunk;
 	unsigned int n;
 	struct zram *zram[MAX_STRIPES];
-	struct stripe *stripe;
+	struct gendisk *stripe; /* over the zram devices when stripes > 1 */
 	struct gendisk *top;
 	pthread_mutex_t rmw; /* serialises unaligned read-modify-writes */
 	/*
@@ -600,12 +598,12 @@ static int make_devices(void)
 		zb.top = children[0];
 		return 0;
 	}
-	zb.stripe = stripe_create(children, zb.n, (unsigned int)(zb.chunk / SECTOR));
+	zb.stripe = bvec_stripe_create(children, zb.n, (unsigned int)(zb.chunk / SECTOR));
 	if (!zb.stripe) {
 		snprintf(msg, sizeof(msg), "cannot create the stripe device: %s", strerror(errno));
 		return usage_error(msg, NULL);
 	}
-	zb.top = stripe_disk(zb.stripe);
+	zb.top = zb.stripe;
 	zb.disksize = get_capacity(zb.top) * SECTOR;
 	return 0;
 }
@@ -790,7 +788,7 @@ int main(int argc, char *argv[])
 		ret = usage_error("cannot parse options", NULL);
 	else
 		ret = run(&args);
-	stripe_destroy(zb.stripe);
+	put_disk(zb.stripe); /* before the zram devices under it */
 	for (k = 0; k < zb.n; k++)
 		zram_destroy(zb.zram[k]);
 	fuse_opt_free_args(&args);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * A disk over a file descriptor: bios become preadv/pwritev through the
- * iovec bridge, FLUSH becomes fdatasync, DISCARD punches a hole and
+ * iovec bridge, REQ_PREFLUSH/REQ_FUA become fdatasync, DISCARD punches a hole and
  * WRITE_ZEROES zeroes a range.  Completion is synchronous.  This is the
  * project's OS edge for files, so storage engines get a real backend and
  * drivers can stack on files.
@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "os.h"
+#include "bvec/internal.h"
+#include "bvec/os.h"
 
 #define IOV_BATCH 64
 

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * DOC: libbvec/stripe.h - a RAID-0 disk over other disks of the device model
+ *
+ * The stripe driver spreads a disk over N child disks in chunks: chunk k
+ * lives on child k mod N.  Each bio is cut at chunk boundaries with
+ * bio_split(), the pieces are chained to the original with bio_chain() and
+ * remapped to their child, and the original completes once, with the first
+ * error, after every piece.  A flush (REQ_PREFLUSH) goes to every child
+ * before the data.  The stripe has a write cache if any child has one.
+ *
+ * Built into libbvec (drivers/stripe/): any disk of the device model can be
+ * a child, the zram devices of libzpool included, and stripes stack.
+ *
+ * Locking: bios may be submitted from any number of threads; the children
+ * must allow the same.
+ */
+#ifndef LIBBVEC_STRIPE_H
+#define LIBBVEC_STRIPE_H
+
+#include <libbvec/blkdev.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * BVEC_STRIPE_MAX_CHILDREN - the most children a stripe takes
+ */
+#define BVEC_STRIPE_MAX_CHILDREN 64
+
+/**
+ * bvec_stripe_create() - a RAID-0 disk over child disks
+ * @children: the child disks, in chunk order; they must outlive the stripe
+ *	and are not freed with it
+ * @n: number of children, 1 to BVEC_STRIPE_MAX_CHILDREN
+ * @chunk_sectors: chunk size in sectors: a power of two, at least one page
+ *
+ * The capacity is @n times the smallest child's, rounded down to whole
+ * chunks.  Free the stripe with put_disk(), before its children.
+ *
+ * Return: the disk, or NULL with errno EINVAL (bad @n or @chunk_sectors)
+ * or ENOMEM.
+ */
+BVEC_API struct gendisk *bvec_stripe_create(struct gendisk *const *children, unsigned int n,
+					    unsigned int chunk_sectors);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIBBVEC_STRIPE_H */
