@@ -397,7 +397,8 @@ static int zblk_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 	(void)fi;
 	if (lookup(path) != F_DISK || zb.null)
 		return 0;
-	return submit(REQ_OP_FLUSH, 0, NULL, 0);
+	/* A flush, as Linux spells it: an empty write with REQ_PREFLUSH. */
+	return submit(REQ_OP_WRITE | REQ_PREFLUSH, 0, NULL, 0);
 }
 
 /*
