@@ -12,29 +12,10 @@
 
 #include <libbvec/blkdev.h>
 
+#include "fuzz.h"
+
 #define PS ((unsigned int)BVEC_PAGE_SIZE)
 #define ARENA (16 * PS)
-
-int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
-
-struct input {
-	const unsigned char *p;
-	size_t left;
-};
-
-static unsigned int take(struct input *in, unsigned int bytes)
-{
-	unsigned int v = 0;
-
-	while (bytes--) {
-		v = v << 8 | (in->left ? *in->p : 0);
-		if (in->left) {
-			in->p++;
-			in->left--;
-		}
-	}
-	return v;
-}
 
 /* Aborting is how a fuzz target reports; the replay test turns it into a failure. */
 static void check(const struct bio *bio)

@@ -20,28 +20,9 @@
 
 #include <libbvec/zram.h>
 
+#include "fuzz.h"
+
 #define PS ((size_t)BVEC_PAGE_SIZE)
-
-int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
-
-struct input {
-	const unsigned char *p;
-	size_t left;
-};
-
-static unsigned int take(struct input *in, unsigned int bytes)
-{
-	unsigned int v = 0;
-
-	while (bytes--) {
-		v = v << 8 | (in->left ? *in->p : 0);
-		if (in->left) {
-			in->p++;
-			in->left--;
-		}
-	}
-	return v;
-}
 
 /* A page source that counts what is out and fails after a budget. */
 struct counting {

@@ -19,31 +19,12 @@
 
 #include <libbvec/blkdev.h>
 
+#include "fuzz.h"
+
 #define PS ((size_t)BVEC_PAGE_SIZE)
 #define ARENA (64 * PS)
 #define MAX_SEGS 16
 #define MAX_RANGES 4096
-
-int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
-
-struct input {
-	const unsigned char *p;
-	size_t left;
-};
-
-static unsigned int take(struct input *in, unsigned int bytes)
-{
-	unsigned int v = 0;
-
-	while (bytes--) {
-		v = v << 8 | (in->left ? *in->p : 0);
-		if (in->left) {
-			in->p++;
-			in->left--;
-		}
-	}
-	return v;
-}
 
 /* Byte ranges in order, adjacent ones merged, to compare coverage. */
 struct ranges {

@@ -18,32 +18,13 @@
 
 #include <libbvec/zram.h>
 
+#include "fuzz.h"
+
 #define PS ((size_t)BVEC_PAGE_SIZE)
 #define MAX_PAGES 24
 #define MAX_SEGS 8
 #define SEG_MAX (3 * PS)
 #define ARENA (MAX_SEGS * (SEG_MAX + 256) + PS)
-
-int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
-
-struct input {
-	const unsigned char *p;
-	size_t left;
-};
-
-static unsigned int take(struct input *in, unsigned int bytes)
-{
-	unsigned int v = 0;
-
-	while (bytes--) {
-		v = v << 8 | (in->left ? *in->p : 0);
-		if (in->left) {
-			in->p++;
-			in->left--;
-		}
-	}
-	return v;
-}
 
 static unsigned char *model, *arena, *old;
 
