@@ -227,12 +227,6 @@ static inline uint32_t zpool__table_nchunks(struct zp_table *t)
 	return atomic_load_explicit(&t->nchunks, memory_order_acquire);
 }
 
-/* Entries chunk @n holds: index 2^32 does not exist, so the last has one less. */
-static inline size_t zpool__table_chunk_entries(uint32_t n)
-{
-	return n == ZP_TABLE_MAX_CHUNKS - 1 ? ZP_TABLE_CHUNK - 1 : ZP_TABLE_CHUNK;
-}
-
 /*
  * Chunk @n, or NULL if it is not there.  Safe without a lock only while
  * something keeps the chunk (an index in use in it, or the table lock).
@@ -305,9 +299,16 @@ static inline uint64_t zpool__table_get(struct zp_table *t, uint32_t idx)
 	}
 }
 
-/* Compaction's walk: under the table lock, so no chunk goes meanwhile. */
-void zpool__table_lock(struct zp_table *t);
-void zpool__table_unlock(struct zp_table *t);
+/*
+ * Calls @fn on every entry of every chunk of @t (entries in use, free and
+ * never used alike: @fn looks at the tag), until it returns false.  Each
+ * chunk is walked under the table lock, so a chunk emptied by a free
+ * meanwhile is not given back under @fn; @fn may store to the entry but
+ * must not allocate or free in @t.
+ */
+void zpool__table_for_each(struct zp_table *t,
+			   bool (*fn)(_Atomic(uint64_t) *slotp, uint64_t e, void *arg),
+			   void *arg);
 
 /* Every change of the pages held goes through here. */
 void zpool__account(struct zpool *pool, long pages, bool meta);

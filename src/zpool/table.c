@@ -44,6 +44,12 @@ _Static_assert(ZP_TABLE_CHUNK <= UINT16_MAX, "chunk counts fit 16 bits");
 _Static_assert((uint64_t)ZP_TABLE_TOP * ZP_TABLE_MIDN * ZP_TABLE_DIRN >= ZP_TABLE_MAX_CHUNKS,
 	       "the radix reaches every 32-bit index");
 
+/* Entries chunk @n holds: index 2^32 does not exist, so the last has one less. */
+static size_t chunk_entries(uint32_t n)
+{
+	return n == ZP_TABLE_MAX_CHUNKS - 1 ? ZP_TABLE_CHUNK - 1 : ZP_TABLE_CHUNK;
+}
+
 /* Under the table lock every pointer is stable: plain loads will do. */
 static struct zp_table_mid *mid_of(struct zp_table *t, uint32_t n)
 {
@@ -228,14 +234,26 @@ void zpool__table_destroy(struct zpool *pool, struct zp_table *t)
 	zp_mutex_destroy(&t->lock);
 }
 
-void zpool__table_lock(struct zp_table *t)
+void zpool__table_for_each(struct zp_table *t,
+			   bool (*fn)(_Atomic(uint64_t) *slotp, uint64_t e, void *arg),
+			   void *arg)
 {
-	zp_mutex_lock(&t->lock);
-}
+	uint32_t n, nch = zpool__table_nchunks(t);
+	bool more = true;
 
-void zpool__table_unlock(struct zp_table *t)
-{
-	zp_mutex_unlock(&t->lock);
+	for (n = 0; n < nch && more; n++) {
+		_Atomic(uint64_t) *chunk;
+		size_t i, entries = chunk_entries(n);
+
+		/* Lock per chunk, not for the whole walk, so stores and loads
+		 * of other chunks are not held up by a long scan. */
+		zp_mutex_lock(&t->lock);
+		chunk = zpool__table_chunk(t, n);
+		for (i = 0; chunk && i < entries && more; i++)
+			more = fn(&chunk[i], atomic_load_explicit(&chunk[i], memory_order_acquire),
+				  arg);
+		zp_mutex_unlock(&t->lock);
+	}
 }
 
 size_t zpool__table_alloc_cost(struct zp_table *t)
@@ -273,7 +291,7 @@ uint32_t zpool__table_alloc(struct zpool *pool, struct zp_table *t, uint64_t val
 		e = ci->bump++;
 	}
 	ci->in_use++;
-	if (ci->in_use == zpool__table_chunk_entries(n)) {
+	if (ci->in_use == chunk_entries(n)) {
 		if (ci->partial)
 			partial_remove(t, n);
 	} else if (!ci->partial) {

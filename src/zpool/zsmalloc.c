@@ -421,33 +421,34 @@ size_t zpool__obj_alloc_cost(struct zpool *pool, struct size_class *c)
 	return cost + zpool__table_alloc_cost(&pool->zspages);
 }
 
+typedef bool (*obj_fn)(struct zpool *pool, struct size_class *c,
+		       _Atomic(uint64_t) *slotp, uint64_t e);
+
+struct obj_walk {
+	struct zpool *pool;
+	struct size_class *c;
+	obj_fn fn;
+};
+
+static bool obj_visit(_Atomic(uint64_t) *slotp, uint64_t e, void *arg)
+{
+	struct obj_walk *w = arg;
+
+	if (zp_entry_tag(e) != ZP_TAG_OBJ || zp_entry_class(e) != w->c->index)
+		return true;
+	return w->fn(w->pool, w->c, slotp, e);
+}
+
 /*
  * Calls @fn on each handle-table entry of an object in class @c, until it
  * returns false.  Objects carry no header, so this scan is how compaction
- * finds the handles of what it moves.  Each chunk is walked under the table
- * lock, so a chunk emptied by a free meanwhile is not given back under us.
+ * and trimming find the handles of what they move.
  */
-static void for_each_obj(struct zpool *pool, struct size_class *c,
-			 bool (*fn)(struct zpool *pool, struct size_class *c,
-				    _Atomic(uint64_t) *slotp, uint64_t e))
+static void for_each_obj(struct zpool *pool, struct size_class *c, obj_fn fn)
 {
-	uint32_t n, nch = zpool__table_nchunks(&pool->handles);
-	bool more = true;
+	struct obj_walk w = { .pool = pool, .c = c, .fn = fn };
 
-	for (n = 0; n < nch && more; n++) {
-		_Atomic(uint64_t) *chunk;
-		size_t i, entries = zpool__table_chunk_entries(n);
-
-		zpool__table_lock(&pool->handles);
-		chunk = zpool__table_chunk(&pool->handles, n);
-		for (i = 0; chunk && i < entries && more; i++) {
-			uint64_t e = atomic_load_explicit(&chunk[i], memory_order_acquire);
-
-			if (zp_entry_tag(e) == ZP_TAG_OBJ && zp_entry_class(e) == c->index)
-				more = fn(pool, c, &chunk[i], e);
-		}
-		zpool__table_unlock(&pool->handles);
-	}
+	zpool__table_for_each(&pool->handles, obj_visit, &w);
 }
 
 /* Trimming: an object above its zspage's new end moves into a hole below. */
