@@ -490,11 +490,53 @@ static bool evacuate_one(struct zpool *pool, struct size_class *c, _Atomic(uint6
 }
 
 /*
- * Trimming, under the class write lock: in each zspage where packing the
- * objects into the lowest slots would free a page, keep only holes below
- * the object count on the free list, move the objects above it down into
- * those holes (one scan of the handle table), and discard the pages past
- * the new end.  Needs a source that can discard part of a run.
+ * Whether packing @z's objects into its lowest slots would free a page;
+ * if so, keep on its free list only the holes those objects will fill
+ * (the slots below the object count) and mark it for trimming.
+ */
+static bool trim_mark(struct size_class *c, struct zspage *z)
+{
+	uint16_t s = z->free_head, kept = ZP_NO_SLOT;
+
+	if (pages_for(c, z->inuse) >= z->pages_touched)
+		return false;
+	while (s != ZP_NO_SLOT) {
+		unsigned char *p = zpool__obj_addr(c, z, s);
+		uint16_t next;
+
+		memcpy(&next, p, sizeof(next));
+		if (s < z->inuse) {
+			memcpy(p, &kept, sizeof(kept));
+			kept = s;
+		}
+		s = next;
+	}
+	z->free_head = kept;
+	z->trim_target = z->inuse;
+	z->compacting = ZP_TRIM;
+	return true;
+}
+
+/* @z's objects are all below its target now: discard the pages past them. */
+static size_t trim_discard_tail(struct zpool *pool, struct size_class *c, struct zspage *z)
+{
+	unsigned int keep = pages_for(c, z->trim_target);
+	size_t freed = z->pages_touched - keep;
+
+	z->compacting = 0;
+	z->bump = z->trim_target;
+	z->free_head = ZP_NO_SLOT;
+	pool->src.discard(pool->src.ctx, z->mem + keep * ZP_PAGE_SIZE, freed * ZP_PAGE_SIZE);
+	count_pages(pool, c, -(long)freed);
+	z->pages_touched = (uint8_t)keep;
+	return freed;
+}
+
+/*
+ * Trimming, under the class write lock: mark each zspage where packing
+ * would free a page, move the objects above each one's new end down into
+ * its holes (one scan of the handle table for them all), and discard the
+ * pages past the new ends.  Needs a source that can discard part of a run.
  */
 static size_t trim_class(struct zpool *pool, struct size_class *c)
 {
@@ -506,46 +548,15 @@ static size_t trim_class(struct zpool *pool, struct size_class *c)
 	if (!pool->src.lazy || !pool->src.discard)
 		return 0;
 	for (g = 1; g < ZP_FULLNESS_GROUPS - 1; g++)
-		for (z = c->fullness[g]; z; z = z->next) {
-			uint16_t s = z->free_head, kept = ZP_NO_SLOT;
-
-			if (pages_for(c, z->inuse) >= z->pages_touched)
-				continue;
-			while (s != ZP_NO_SLOT) {
-				unsigned char *p = zpool__obj_addr(c, z, s);
-				uint16_t next;
-
-				memcpy(&next, p, sizeof(next));
-				if (s < z->inuse) {
-					memcpy(p, &kept, sizeof(kept));
-					kept = s;
-				}
-				s = next;
-			}
-			z->free_head = kept;
-			z->trim_target = z->inuse;
-			z->compacting = ZP_TRIM;
-			any = true;
-		}
+		for (z = c->fullness[g]; z; z = z->next)
+			any |= trim_mark(c, z);
 	if (!any)
 		return 0;
 	for_each_obj(pool, c, trim_one);
 	for (g = 1; g < ZP_FULLNESS_GROUPS - 1; g++)
-		for (z = c->fullness[g]; z; z = z->next) {
-			unsigned int keep;
-
-			if (z->compacting != ZP_TRIM)
-				continue;
-			keep = pages_for(c, z->trim_target);
-			z->compacting = 0;
-			z->bump = z->trim_target;
-			z->free_head = ZP_NO_SLOT;
-			pool->src.discard(pool->src.ctx, z->mem + keep * ZP_PAGE_SIZE,
-					  (z->pages_touched - keep) * ZP_PAGE_SIZE);
-			freed += z->pages_touched - keep;
-			count_pages(pool, c, -(long)(z->pages_touched - keep));
-			z->pages_touched = (uint8_t)keep;
-		}
+		for (z = c->fullness[g]; z; z = z->next)
+			if (z->compacting == ZP_TRIM)
+				freed += trim_discard_tail(pool, c, z);
 	return freed;
 }
 
