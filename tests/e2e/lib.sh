@@ -57,3 +57,12 @@ zblk_start() {
 
 # field N of mm_stat (1 = orig_data_size ...)
 mm_stat() { awk -v n="$1" '{print $n}' "$MNT/mm_stat"; }
+
+# zblk_pid: the pid of the zblk daemon serving $MNT (it daemonizes, so $!
+# is not it); fails unless exactly one process matches.
+zblk_pid() {
+	local pids
+	pids=$(pgrep -f -- " $MNT\$") || return 1
+	[ "$(wc -w <<<"$pids")" = 1 ] || return 1
+	echo "$pids"
+}
