@@ -113,6 +113,12 @@ struct zp_table {
 	struct zp_mutex lock;
 };
 
+/* The smaller of two counts or sizes: the one min of libzpool. */
+static inline uint64_t zpool__min(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
 /**
  * zpool__max_objects() - the most objects one pool can hold at once
  *
@@ -128,7 +134,7 @@ static inline uint64_t zpool__max_objects(void)
 {
 	uint64_t zspages = ((uint64_t)1 << ZP_ZSPAGE_BITS) - 1;
 
-	return zspages < ZP_TABLE_MAX_INDEX ? zspages : ZP_TABLE_MAX_INDEX;
+	return zpool__min(zspages, ZP_TABLE_MAX_INDEX);
 }
 
 struct size_class;

@@ -10,7 +10,6 @@
 
 #include "internal.h"
 
-#define BVEC_MIN_U64(a, b) ((uint64_t)(a) < (uint64_t)(b) ? (uint64_t)(a) : (uint64_t)(b))
 #define ZRAM_LOCK (1u << 0)
 #define ZRAM_IDLE (1u << 1)
 
@@ -415,7 +414,7 @@ static void zram_discard(struct zram *z, struct bio *bio)
 	for (i = head + (head_off != 0); i < tail; i++)
 		free_page(z, i);
 	if (head_off) {
-		unsigned int n = (unsigned int)BVEC_MIN_U64(ZP_PAGE_SIZE - head_off, end - start);
+		unsigned int n = (unsigned int)zpool__min(ZP_PAGE_SIZE - head_off, end - start);
 
 		ret = write_partial(z, head, head_off, NULL, n);
 		if (head == tail)
