@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libzpool internals: the allocator's structures and the handle encoding,
+ * libzpool internals: the handle encoding, the tables (table.c), the
+ * allocator's structures (zsmalloc.c) and the compressors (compress.c),
  * shared by its source files and reachable by tests through the static
  * build.  zpool__ names are internal but not static.
  */

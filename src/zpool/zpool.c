@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * The page store: zram's page logic (same-filled pages, huge pages,
- * mem_limit after allocation, checksums) on top of the allocator.
+ * checksums) on top of the allocator, and the pool's life and statistics.
+ * Unlike zram, mem_limit is checked before anything is allocated, so a
+ * refused store changes nothing.
  */
 #include <xxhash.h>
 

@@ -2,7 +2,7 @@
 /*
  * The allocator: zsmalloc's design (size classes 16 bytes apart, zspages of
  * 1 to N pages in which objects straddle page boundaries, merged classes, a
- * huge class, fullness groups, compaction), with three differences that
+ * huge class, fullness groups, compaction), with four differences that
  * save memory on real data:
  *
  * - A zspage is one contiguous run from the page source, so an object that
