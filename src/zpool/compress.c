@@ -31,23 +31,23 @@ static void tctx_free(void *p)
 {
 	struct tctx *t = p;
 
-	zp_os_free(t->lz4);
-	zp_os_free(t->lz4hc);
+	zpool__os_free(t->lz4);
+	zpool__os_free(t->lz4hc);
 #ifdef ZPOOL_HAVE_ZSTD
 	ZSTD_freeCCtx(t->zc);
 	ZSTD_freeDCtx(t->zd);
 #endif
-	zp_os_free(t);
+	zpool__os_free(t);
 }
 
 static void *tctx_new(void)
 {
-	struct tctx *t = zp_os_alloc(sizeof(*t));
+	struct tctx *t = zpool__os_alloc(sizeof(*t));
 
 	if (!t)
 		return NULL;
 	memset(t, 0, offsetof(struct tctx, out));
-	t->lz4 = zp_os_alloc((size_t)LZ4_sizeofState());
+	t->lz4 = zpool__os_alloc((size_t)LZ4_sizeofState());
 	if (!t->lz4) {
 		tctx_free(t);
 		return NULL;
@@ -57,7 +57,7 @@ static void *tctx_new(void)
 
 static struct tctx *tctx(void)
 {
-	return zp_thread_ctx(tctx_new, tctx_free);
+	return zpool__thread_ctx(tctx_new, tctx_free);
 }
 
 static const struct {
@@ -129,7 +129,7 @@ int zpool__compress(int comp, int level, const void *page, size_t limit,
 		break;
 	case ZP_COMP_LZ4HC:
 		if (!t->lz4hc) {
-			t->lz4hc = zp_os_alloc(sizeof(*t->lz4hc));
+			t->lz4hc = zpool__os_alloc(sizeof(*t->lz4hc));
 			if (!t->lz4hc || !LZ4_initStreamHC(t->lz4hc, sizeof(*t->lz4hc)))
 				return -ENOMEM;
 		}

@@ -111,7 +111,7 @@ struct zp_table {
 	_Atomic(uint32_t) gen;	/* moves before a page of the table is freed */
 	uint32_t partial;	/* chunks with entries in use and room: chunk + 1 */
 	uint32_t hole;		/* no free chunk position below this */
-	struct zp_mutex lock;
+	struct zpool__mutex *lock;
 };
 
 /* The smaller of two counts or sizes: the one min of libzpool. */
@@ -166,7 +166,7 @@ enum { ZP_EVACUATE = 1, ZP_TRIM = 2 };
 #define ZP_FULLNESS_GROUPS 12 /* 0 empty, 1..10 by tenths in use, 11 full */
 
 struct size_class {
-	struct zp_rwlock lock;
+	struct zpool__rwlock *lock;
 	unsigned int size;
 	unsigned int index;
 	unsigned int objs_per_zspage;
@@ -202,7 +202,7 @@ struct zpool {
 	struct zp_table handles;
 	struct zp_table zspages; /* id -> struct zspage * */
 	struct zp_table same;	 /* index -> the repeated word */
-	struct zp_mutex desc_lock;
+	struct zpool__mutex *desc_lock;
 	struct zp_desc_page *desc_pages; /* those with a free descriptor first */
 
 	atomic_uint_fast64_t pages_total; /* every page held: data and metadata */

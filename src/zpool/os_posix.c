@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* POSIX edge of libzpool: pthreads, thread-local contexts, mmap. */
+#include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -8,67 +9,93 @@
 
 #include "internal.h"
 
-int zp_mutex_init(struct zp_mutex *m)
+struct zpool__mutex {
+	pthread_mutex_t m;
+};
+
+struct zpool__rwlock {
+	pthread_rwlock_t l;
+};
+
+struct zpool__mutex *zpool__mutex_new(void)
 {
-	return pthread_mutex_init(&m->m, NULL) ? -ENOMEM : 0;
+	struct zpool__mutex *m = malloc(sizeof(*m));
+
+	if (m && pthread_mutex_init(&m->m, NULL)) {
+		free(m);
+		return NULL;
+	}
+	return m;
 }
 
-void zp_mutex_destroy(struct zp_mutex *m)
+void zpool__mutex_free(struct zpool__mutex *m)
 {
+	if (!m)
+		return;
 	pthread_mutex_destroy(&m->m);
+	free(m);
 }
 
-void zp_mutex_lock(struct zp_mutex *m)
+void zpool__mutex_lock(struct zpool__mutex *m)
 {
 	pthread_mutex_lock(&m->m);
 }
 
-void zp_mutex_unlock(struct zp_mutex *m)
+void zpool__mutex_unlock(struct zpool__mutex *m)
 {
 	pthread_mutex_unlock(&m->m);
 }
 
-int zp_rwlock_init(struct zp_rwlock *l)
+struct zpool__rwlock *zpool__rwlock_new(void)
 {
-	return pthread_rwlock_init(&l->l, NULL) ? -ENOMEM : 0;
+	struct zpool__rwlock *l = malloc(sizeof(*l));
+
+	if (l && pthread_rwlock_init(&l->l, NULL)) {
+		free(l);
+		return NULL;
+	}
+	return l;
 }
 
-void zp_rwlock_destroy(struct zp_rwlock *l)
+void zpool__rwlock_free(struct zpool__rwlock *l)
 {
+	if (!l)
+		return;
 	pthread_rwlock_destroy(&l->l);
+	free(l);
 }
 
-void zp_read_lock(struct zp_rwlock *l)
+void zpool__read_lock(struct zpool__rwlock *l)
 {
 	pthread_rwlock_rdlock(&l->l);
 }
 
-void zp_write_lock(struct zp_rwlock *l)
+void zpool__write_lock(struct zpool__rwlock *l)
 {
 	pthread_rwlock_wrlock(&l->l);
 }
 
-void zp_rw_unlock(struct zp_rwlock *l)
+void zpool__rw_unlock(struct zpool__rwlock *l)
 {
 	pthread_rwlock_unlock(&l->l);
 }
 
-void *zp_os_alloc(size_t size)
+void *zpool__os_alloc(size_t size)
 {
 	return malloc(size);
 }
 
-void *zp_os_zalloc(size_t size)
+void *zpool__os_zalloc(size_t size)
 {
 	return calloc(1, size);
 }
 
-void zp_os_free(void *p)
+void zpool__os_free(void *p)
 {
 	free(p);
 }
 
-unsigned long long zp_os_seconds(void)
+unsigned long long zpool__os_seconds(void)
 {
 	struct timespec ts;
 
@@ -76,7 +103,7 @@ unsigned long long zp_os_seconds(void)
 	return (unsigned long long)ts.tv_sec;
 }
 
-void zp_os_yield(void)
+void zpool__os_yield(void)
 {
 	sched_yield();
 }
@@ -108,7 +135,7 @@ static void ctx_key_init(void)
 	ctx_key_err = pthread_key_create(&ctx_key, ctx_exit);
 }
 
-void *zp_thread_ctx(void *(*create)(void), void (*dtor)(void *))
+void *zpool__thread_ctx(void *(*create)(void), void (*dtor)(void *))
 {
 	void *c = ctx_cached;
 
@@ -247,7 +274,7 @@ static void mmap_free(void *ctx, void *mem, size_t bytes)
 	pthread_mutex_unlock(&ms->lock);
 }
 
-int zp_mmap_source_new(struct zpool_page_source *src)
+int zpool__mmap_source_new(struct zpool_page_source *src)
 {
 	struct mmap_source *ms = calloc(1, sizeof(*ms));
 
@@ -265,7 +292,7 @@ int zp_mmap_source_new(struct zpool_page_source *src)
 	return 0;
 }
 
-void zp_mmap_source_delete(struct zpool_page_source *src)
+void zpool__mmap_source_delete(struct zpool_page_source *src)
 {
 	struct mmap_source *ms = src->ctx;
 	size_t i;

@@ -221,7 +221,8 @@ static void remove_chunk(struct zpool *pool, struct zp_table *t, uint32_t n)
 int zpool__table_init(struct zp_table *t)
 {
 	memset(t, 0, sizeof(*t));
-	return zp_mutex_init(&t->lock);
+	t->lock = zpool__mutex_new();
+	return t->lock ? 0 : -ENOMEM;
 }
 
 void zpool__table_destroy(struct zpool *pool, struct zp_table *t)
@@ -231,7 +232,7 @@ void zpool__table_destroy(struct zpool *pool, struct zp_table *t)
 	for (n = 0; n < nchunks; n++)
 		if (chunk_present(t, n))
 			remove_chunk(pool, t, n);
-	zp_mutex_destroy(&t->lock);
+	zpool__mutex_free(t->lock);
 }
 
 void zpool__table_for_each(struct zp_table *t,
@@ -247,12 +248,12 @@ void zpool__table_for_each(struct zp_table *t,
 
 		/* Lock per chunk, not for the whole walk, so stores and loads
 		 * of other chunks are not held up by a long scan. */
-		zp_mutex_lock(&t->lock);
+		zpool__mutex_lock(t->lock);
 		chunk = zpool__table_chunk(t, n);
 		for (i = 0; chunk && i < entries && more; i++)
 			more = fn(&chunk[i], atomic_load_explicit(&chunk[i], memory_order_acquire),
 				  arg);
-		zp_mutex_unlock(&t->lock);
+		zpool__mutex_unlock(t->lock);
 	}
 }
 
@@ -260,10 +261,10 @@ size_t zpool__table_alloc_cost(struct zp_table *t)
 {
 	size_t cost = 0;
 
-	zp_mutex_lock(&t->lock);
+	zpool__mutex_lock(t->lock);
 	if (!t->partial)
 		cost = new_chunk_cost(t, free_position(t));
-	zp_mutex_unlock(&t->lock);
+	zpool__mutex_unlock(t->lock);
 	return cost;
 }
 
@@ -273,7 +274,7 @@ uint32_t zpool__table_alloc(struct zpool *pool, struct zp_table *t, uint64_t val
 	_Atomic(uint64_t) *chunk;
 	uint32_t n, e, idx = 0;
 
-	zp_mutex_lock(&t->lock);
+	zpool__mutex_lock(t->lock);
 	if (t->partial) {
 		n = t->partial - 1;
 	} else {
@@ -300,7 +301,7 @@ uint32_t zpool__table_alloc(struct zpool *pool, struct zp_table *t, uint64_t val
 	atomic_store_explicit(&chunk[e], value, memory_order_release);
 	idx = (uint32_t)(n * ZP_TABLE_CHUNK + e + 1);
 out:
-	zp_mutex_unlock(&t->lock);
+	zpool__mutex_unlock(t->lock);
 	return idx;
 }
 
@@ -311,7 +312,7 @@ void zpool__table_free(struct zpool *pool, struct zp_table *t, uint32_t idx)
 	struct zp_chunk_info *ci;
 	_Atomic(uint64_t) *chunk;
 
-	zp_mutex_lock(&t->lock);
+	zpool__mutex_lock(t->lock);
 	ci = info_of(t, n);
 	chunk = zpool__table_chunk(t, n);
 	atomic_store_explicit(&chunk[e], (uint64_t)ci->free_head << ZP_TAG_BITS | ZP_TAG_FREE,
@@ -325,5 +326,5 @@ void zpool__table_free(struct zpool *pool, struct zp_table *t, uint32_t idx)
 	} else if (!ci->partial) {
 		partial_push(t, n);
 	}
-	zp_mutex_unlock(&t->lock);
+	zpool__mutex_unlock(t->lock);
 }

@@ -66,10 +66,10 @@ static void destroy(struct zpool *pool)
 	zpool__table_destroy(pool, &pool->handles);
 	zpool__table_destroy(pool, &pool->zspages);
 	zpool__table_destroy(pool, &pool->same);
-	zp_mutex_destroy(&pool->desc_lock);
+	zpool__mutex_free(pool->desc_lock);
 	src.free(src.ctx, pool, pool->self_bytes);
 	if (own_source)
-		zp_mmap_source_delete(&src);
+		zpool__mmap_source_delete(&src);
 }
 
 struct zpool *zpool_create(const struct zpool_config *cfg)
@@ -99,7 +99,7 @@ struct zpool *zpool_create(const struct zpool_config *cfg)
 	}
 	if (c.page_source)
 		src = *c.page_source;
-	else if (zp_mmap_source_new(&src)) {
+	else if (zpool__mmap_source_new(&src)) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -108,7 +108,7 @@ struct zpool *zpool_create(const struct zpool_config *cfg)
 	pool = src.alloc(src.ctx, self);
 	if (!pool) {
 		if (!c.page_source)
-			zp_mmap_source_delete(&src);
+			zpool__mmap_source_delete(&src);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -124,7 +124,7 @@ struct zpool *zpool_create(const struct zpool_config *cfg)
 	atomic_store(&pool->mem_limit, c.mem_limit);
 	if (zpool__table_init(&pool->handles) ||
 	    zpool__table_init(&pool->zspages) ||
-	    zpool__table_init(&pool->same) || zp_mutex_init(&pool->desc_lock) ||
+	    zpool__table_init(&pool->same) || !(pool->desc_lock = zpool__mutex_new()) ||
 	    zpool__classes_init(pool)) {
 		destroy(pool);
 		errno = ENOMEM;
@@ -203,16 +203,16 @@ int zpool_store(struct zpool *pool, const void *page, zpool_handle_t *handle)
 	}
 	c = zpool__class_for(pool, n ? len + extra : ZP_PAGE_SIZE);
 
-	zp_write_lock(&c->lock);
+	zpool__write_lock(c->lock);
 	limit = atomic_load(&pool->mem_limit);
 	if (limit && over_limit(pool, limit, zpool__obj_alloc_cost(pool, c) +
 						 zpool__table_alloc_cost(&pool->handles))) {
-		zp_rw_unlock(&c->lock);
+		zpool__rw_unlock(c->lock);
 		return -ENOMEM;
 	}
 	h = zpool__table_alloc(pool, &pool->handles, 0);
 	if (!h) {
-		zp_rw_unlock(&c->lock);
+		zpool__rw_unlock(c->lock);
 		return -ENOMEM;
 	}
 	dst = zpool__obj_alloc(pool, c, &zsp, &slot);
@@ -238,7 +238,7 @@ int zpool_store(struct zpool *pool, const void *page, zpool_handle_t *handle)
 	atomic_store_explicit(zpool__table_slot(&pool->handles, h),
 			      zp_entry_obj(c->index, slot, (unsigned int)len, zsp->id),
 			      memory_order_release);
-	zp_rw_unlock(&c->lock);
+	zpool__rw_unlock(c->lock);
 
 	atomic_fetch_add(&pool->orig_pages, 1);
 	atomic_fetch_add(&pool->compr_bytes, len);
@@ -251,7 +251,7 @@ int zpool_store(struct zpool *pool, const void *page, zpool_handle_t *handle)
 	return 0;
 nomem:
 	zpool__table_free(pool, &pool->handles, h);
-	zp_rw_unlock(&c->lock);
+	zpool__rw_unlock(c->lock);
 	return -ENOMEM;
 }
 
@@ -291,7 +291,7 @@ int zpool_load(struct zpool *pool, zpool_handle_t handle, void *page)
 		return 0;
 	}
 	c = pool->classes[zp_entry_class(e)];
-	zp_read_lock(&c->lock);
+	zpool__read_lock(c->lock);
 	/* Compaction may have moved the object before we got the lock. */
 	e = relookup(pool, handle, c);
 	if (!e) {
@@ -318,7 +318,7 @@ int zpool_load(struct zpool *pool, zpool_handle_t handle, void *page)
 	else
 		ret = zpool__decompress(pool->comp, src, len, page);
 out:
-	zp_rw_unlock(&c->lock);
+	zpool__rw_unlock(c->lock);
 	return ret;
 }
 
@@ -335,11 +335,11 @@ void zpool_free(struct zpool *pool, zpool_handle_t handle)
 		atomic_fetch_sub(&pool->same_pages, 1);
 	} else {
 		c = pool->classes[zp_entry_class(e)];
-		zp_write_lock(&c->lock);
+		zpool__write_lock(c->lock);
 		/* Freed by another thread meanwhile: nothing left to do. */
 		e = relookup(pool, handle, c);
 		if (!e) {
-			zp_rw_unlock(&c->lock);
+			zpool__rw_unlock(c->lock);
 			return;
 		}
 		/* Dead before unlocking, so compaction never moves a freed slot. */
@@ -347,7 +347,7 @@ void zpool_free(struct zpool *pool, zpool_handle_t handle)
 				      memory_order_release);
 		zpool__obj_free(pool, c, zpool__zspage(pool, zp_entry_zspage(e)),
 				zp_entry_slot(e));
-		zp_rw_unlock(&c->lock);
+		zpool__rw_unlock(c->lock);
 		len = zp_entry_len(e);
 		atomic_fetch_sub(&pool->compr_bytes, len);
 		if (c->huge)
@@ -413,14 +413,14 @@ int zpool__corrupt(struct zpool *pool, zpool_handle_t handle, size_t offset,
 	if (zp_entry_tag(e) != ZP_TAG_OBJ || offset >= zp_entry_len(e))
 		return -EINVAL;
 	c = pool->classes[zp_entry_class(e)];
-	zp_write_lock(&c->lock);
+	zpool__write_lock(c->lock);
 	e = relookup(pool, handle, c);
 	if (!e || offset >= zp_entry_len(e)) {
-		zp_rw_unlock(&c->lock);
+		zpool__rw_unlock(c->lock);
 		return -EINVAL;
 	}
 	zsp = zpool__zspage(pool, zp_entry_zspage(e));
 	zpool__obj_addr(c, zsp, zp_entry_slot(e))[offset] ^= mask;
-	zp_rw_unlock(&c->lock);
+	zpool__rw_unlock(c->lock);
 	return 0;
 }

@@ -52,9 +52,9 @@ struct zram {
 	 * I/O and the control calls hold it shared; reset holds it exclusive,
 	 * as it swaps the pool and frees table nodes under everyone's feet.
 	 */
-	struct zp_rwlock lock;
+	struct zpool__rwlock *lock;
 	/* Serialises recomputing the pool's limit from the two below. */
-	struct zp_mutex limit_lock;
+	struct zpool__mutex *limit_lock;
 	atomic_uint_fast64_t mem_limit;	/* the caller's limit, table included */
 	atomic_uint_fast64_t table_pages;
 	atomic_uint_fast64_t failed_reads;
@@ -75,19 +75,19 @@ static void apply_limit(struct zram *z)
 {
 	uint64_t lim, table;
 
-	zp_mutex_lock(&z->limit_lock);
+	zpool__mutex_lock(z->limit_lock);
 	lim = atomic_load(&z->mem_limit);
 	table = atomic_load(&z->table_pages) * ZP_PAGE_SIZE;
 	z->pool_cfg.mem_limit = !lim ? 0 : lim > table ? lim - table : 1;
 	if (z->pool)
 		zpool_set_mem_limit(z->pool, z->pool_cfg.mem_limit);
-	zp_mutex_unlock(&z->limit_lock);
+	zpool__mutex_unlock(z->limit_lock);
 }
 
 static void *node_alloc(struct zram *z)
 {
 	void *p = z->src.alloc ? z->src.alloc(z->src.ctx, ZP_PAGE_SIZE) :
-				 zp_os_alloc(ZP_PAGE_SIZE);
+				 zpool__os_alloc(ZP_PAGE_SIZE);
 
 	if (!p)
 		return NULL;
@@ -101,7 +101,7 @@ static void node_free(struct zram *z, void *p)
 	if (z->src.alloc)
 		z->src.free(z->src.ctx, p, ZP_PAGE_SIZE);
 	else
-		zp_os_free(p);
+		zpool__os_free(p);
 	atomic_fetch_sub(&z->table_pages, 1);
 }
 
@@ -188,7 +188,7 @@ static void slot_lock(struct zram_slot *s)
 	while (atomic_fetch_or_explicit(&s->flags, ZRAM_LOCK, memory_order_acquire) &
 	       ZRAM_LOCK)
 		if (++spins % 64 == 0)
-			zp_os_yield();
+			zpool__os_yield();
 }
 
 static void slot_unlock(struct zram_slot *s)
@@ -199,7 +199,7 @@ static void slot_unlock(struct zram_slot *s)
 /* Called with the slot locked: a read or write clears the idle mark. */
 static void slot_touch(struct zram *z, struct zram_slot *s)
 {
-	s->ac_time = (uint32_t)(zp_os_seconds() - z->epoch);
+	s->ac_time = (uint32_t)(zpool__os_seconds() - z->epoch);
 	atomic_fetch_and_explicit(&s->flags, ~ZRAM_IDLE, memory_order_relaxed);
 }
 
@@ -430,7 +430,7 @@ static void zram_submit_bio(struct bio *bio)
 {
 	struct zram *z = bio->bi_bdev->bd_disk->private_data;
 
-	zp_read_lock(&z->lock);
+	zpool__read_lock(z->lock);
 	switch (bio_op(bio)) {
 	case REQ_OP_READ:
 	case REQ_OP_WRITE:
@@ -447,7 +447,7 @@ static void zram_submit_bio(struct bio *bio)
 		bio->bi_status = BLK_STS_NOTSUPP;
 	}
 	/* Unlocked first: the completion may submit to this device again. */
-	zp_rw_unlock(&z->lock);
+	zpool__rw_unlock(z->lock);
 	bio_endio(bio);
 }
 
@@ -490,24 +490,22 @@ struct zram *zram_create(const struct zram_config *cfg)
 		errno = EINVAL;
 		return NULL;
 	}
-	z = zp_os_zalloc(sizeof(*z));
+	z = zpool__os_zalloc(sizeof(*z));
 	if (!z) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (zp_rwlock_init(&z->lock)) {
-		zp_os_free(z);
-		errno = ENOMEM;
-		return NULL;
-	}
-	if (zp_mutex_init(&z->limit_lock)) {
-		zp_rwlock_destroy(&z->lock);
-		zp_os_free(z);
+	z->lock = zpool__rwlock_new();
+	z->limit_lock = zpool__mutex_new();
+	if (!z->lock || !z->limit_lock) {
+		zpool__mutex_free(z->limit_lock);
+		zpool__rwlock_free(z->lock);
+		zpool__os_free(z);
 		errno = ENOMEM;
 		return NULL;
 	}
 	z->nr_pages = (c.disksize + ZP_PAGE_SIZE - 1) / ZP_PAGE_SIZE;
-	z->epoch = zp_os_seconds();
+	z->epoch = zpool__os_seconds();
 	table_shape(z);
 	if (c.page_source)
 		z->src = *c.page_source;
@@ -557,9 +555,9 @@ void zram_destroy(struct zram *z)
 		node_free(z, z->root);
 	}
 	zpool_destroy(z->pool);
-	zp_mutex_destroy(&z->limit_lock);
-	zp_rwlock_destroy(&z->lock);
-	zp_os_free(z);
+	zpool__mutex_free(z->limit_lock);
+	zpool__rwlock_free(z->lock);
+	zpool__os_free(z);
 	errno = saved;
 }
 
@@ -572,7 +570,7 @@ int zram_reset(struct zram *z)
 {
 	int ret = 0;
 
-	zp_write_lock(&z->lock);
+	zpool__write_lock(z->lock);
 	/* Handles die with the pool; the table shrinks back to its root. */
 	subtree_free(z, z->root, z->depth);
 	memset(z->root, 0, ZP_PAGE_SIZE);
@@ -582,7 +580,7 @@ int zram_reset(struct zram *z)
 	z->pool = zpool_create(&z->pool_cfg);
 	if (!z->pool)
 		ret = -ENOMEM;
-	zp_rw_unlock(&z->lock);
+	zpool__rw_unlock(z->lock);
 	return ret;
 }
 
@@ -592,7 +590,7 @@ void zram_mm_stat(struct zram *z, struct zram_mm_stat *st)
 	struct zpool_stats ps;
 
 	memset(st, 0, sizeof(*st));
-	zp_read_lock(&z->lock);
+	zpool__read_lock(z->lock);
 	table = atomic_load(&z->table_pages) * ZP_PAGE_SIZE;
 	st->mem_limit = atomic_load(&z->mem_limit);
 	st->mem_used_total = table;
@@ -608,7 +606,7 @@ void zram_mm_stat(struct zram *z, struct zram_mm_stat *st)
 		st->huge_pages = ps.huge_pages;
 		st->huge_pages_since = ps.huge_pages_since;
 	}
-	zp_rw_unlock(&z->lock);
+	zpool__rw_unlock(z->lock);
 }
 
 void zram_io_stat(struct zram *z, struct zram_io_stat *st)
@@ -647,18 +645,18 @@ size_t zram_compact(struct zram *z)
 {
 	size_t n;
 
-	zp_read_lock(&z->lock);
+	zpool__read_lock(z->lock);
 	n = zpool_compact(z->pool);
-	zp_rw_unlock(&z->lock);
+	zpool__rw_unlock(z->lock);
 	return n;
 }
 
 void zram_set_mem_limit(struct zram *z, uint64_t bytes)
 {
-	zp_read_lock(&z->lock);
+	zpool__read_lock(z->lock);
 	atomic_store(&z->mem_limit, bytes);
 	apply_limit(z);
-	zp_rw_unlock(&z->lock);
+	zpool__rw_unlock(z->lock);
 }
 
 struct idle_scan {
@@ -682,11 +680,11 @@ static void idle_mark_slot(struct zram *z, struct zram_slot *s, void *arg)
 
 uint64_t zram_idle_mark(struct zram *z, unsigned int min_age)
 {
-	struct idle_scan sc = { (uint32_t)(zp_os_seconds() - z->epoch), min_age, 0 };
+	struct idle_scan sc = { (uint32_t)(zpool__os_seconds() - z->epoch), min_age, 0 };
 
-	zp_read_lock(&z->lock);
+	zpool__read_lock(z->lock);
 	leaves_walk(z, z->root, z->depth, 0, idle_mark_slot, &sc);
-	zp_rw_unlock(&z->lock);
+	zpool__rw_unlock(z->lock);
 	return sc.n;
 }
 
@@ -701,8 +699,8 @@ uint64_t zram_idle_pages(struct zram *z)
 {
 	uint64_t n = 0;
 
-	zp_read_lock(&z->lock);
+	zpool__read_lock(z->lock);
 	leaves_walk(z, z->root, z->depth, 0, idle_count_slot, &n);
-	zp_rw_unlock(&z->lock);
+	zpool__rw_unlock(z->lock);
 	return n;
 }

@@ -76,7 +76,8 @@ int zpool__classes_init(struct zpool *pool)
 	for (i = ZP_NR_CLASSES; i-- > 0;) {
 		if (!c || pages[i] != c->pages_per_zspage || objs[i] != c->objs_per_zspage) {
 			c = &pool->class_storage[n];
-			if (zp_rwlock_init(&c->lock)) {
+			c->lock = zpool__rwlock_new();
+			if (!c->lock) {
 				pool->nr_distinct = n;
 				return -ENOMEM;
 			}
@@ -114,7 +115,7 @@ void zpool__classes_destroy(struct zpool *pool)
 					       c->pages_per_zspage * ZP_PAGE_SIZE);
 				desc_free(pool, z); /* the last one frees its page */
 			}
-		zp_rwlock_destroy(&c->lock);
+		zpool__rwlock_free(c->lock);
 	}
 	if (pool->class_storage)
 		zpool__pages_free(pool, pool->class_storage,
@@ -209,14 +210,14 @@ static struct zspage *desc_alloc(struct zpool *pool)
 	struct zp_desc_page *p;
 	struct zspage *z;
 
-	zp_mutex_lock(&pool->desc_lock);
+	zpool__mutex_lock(pool->desc_lock);
 	p = pool->desc_pages;
 	if (!p) {
 		size_t i;
 
 		p = zpool__pages_alloc(pool, 1, true);
 		if (!p) {
-			zp_mutex_unlock(&pool->desc_lock);
+			zpool__mutex_unlock(pool->desc_lock);
 			return NULL;
 		}
 		z = (struct zspage *)(void *)((char *)p + sizeof(struct zspage));
@@ -234,7 +235,7 @@ static struct zspage *desc_alloc(struct zpool *pool)
 	/* Only pages with room are listed; a full one comes back on its first free. */
 	if (!p->free)
 		desc_unlink(pool, p);
-	zp_mutex_unlock(&pool->desc_lock);
+	zpool__mutex_unlock(pool->desc_lock);
 	memset(z, 0, sizeof(*z));
 	return z;
 }
@@ -245,7 +246,7 @@ static void desc_free(struct zpool *pool, struct zspage *z)
 
 	bool was_full;
 
-	zp_mutex_lock(&pool->desc_lock);
+	zpool__mutex_lock(pool->desc_lock);
 	was_full = !p->free;
 	z->next = p->free;
 	p->free = z;
@@ -256,7 +257,7 @@ static void desc_free(struct zpool *pool, struct zspage *z)
 	} else if (was_full) {
 		desc_push_front(pool, p);
 	}
-	zp_mutex_unlock(&pool->desc_lock);
+	zpool__mutex_unlock(pool->desc_lock);
 }
 
 static void count_pages(struct zpool *pool, struct size_class *c, long delta)
@@ -414,10 +415,10 @@ size_t zpool__obj_alloc_cost(struct zpool *pool, struct size_class *c)
 		return touched > z->pages_touched ? touched - z->pages_touched : 0;
 	}
 	cost = pool->src.lazy ? pages_for(c, 1) : c->pages_per_zspage;
-	zp_mutex_lock(&pool->desc_lock);
+	zpool__mutex_lock(pool->desc_lock);
 	if (!pool->desc_pages)
 		cost++;
-	zp_mutex_unlock(&pool->desc_lock);
+	zpool__mutex_unlock(pool->desc_lock);
 	return cost + zpool__table_alloc_cost(&pool->zspages);
 }
 
@@ -619,9 +620,9 @@ size_t zpool__compact(struct zpool *pool)
 	for (i = 0; i < pool->nr_distinct; i++) {
 		struct size_class *c = &pool->class_storage[i];
 
-		zp_write_lock(&c->lock);
+		zpool__write_lock(c->lock);
 		n = compact_class(pool, c);
-		zp_rw_unlock(&c->lock);
+		zpool__rw_unlock(c->lock);
 		freed += n;
 	}
 	atomic_fetch_add(&pool->pages_compacted, freed);
@@ -639,7 +640,7 @@ size_t zpool_class_stats(struct zpool *pool, struct zpool_class_stats *out, size
 		struct size_class *c = &pool->class_storage[i];
 		struct zpool_class_stats *o = &out[filled];
 
-		zp_read_lock(&c->lock);
+		zpool__read_lock(c->lock);
 		o->size = c->size;
 		o->objs_per_zspage = c->objs_per_zspage;
 		o->pages_per_zspage = c->pages_per_zspage;
@@ -648,7 +649,7 @@ size_t zpool_class_stats(struct zpool *pool, struct zpool_class_stats *out, size
 		o->objs_used = c->objs_used;
 		o->pages_used = c->pages_used;
 		o->huge = c->huge;
-		zp_rw_unlock(&c->lock);
+		zpool__rw_unlock(c->lock);
 	}
 	return pool->nr_distinct;
 }
