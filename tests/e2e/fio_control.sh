@@ -39,7 +39,7 @@ rc=0
 timeout 300 fio --name=control --filename="$MNT/disk" --rw=randwrite \
 	--bsrange=4k-64k --blockalign=4k --numjobs=4 --size=${JOB}M \
 	--offset_increment=${JOB}M --loops=8 --ioengine=psync --direct=1 \
-	--verify=crc32c --verify_backlog=16 --verify_fatal=1 --do_verify=1 \
+	--verify=crc32c --verify_backlog=16 --verify_fatal=1 --do_verify=1 --verify_state_save=0 \
 	--group_reporting --output-format=terse >"$WORK/fio.out" 2>&1 || rc=$?
 touch "$WORK/stop"
 crc=0
