@@ -569,22 +569,26 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("zpool");
-	TCase *tc = tcase_create("store");
+	const TTest *const store[] = {
+		test_round_trip_kinds,
+		test_same_filled_pages,
+		test_invalid_calls,
+		test_mem_limit,
+		test_refused_store_changes_nothing,
+		test_millions_of_objects,
+		test_checksum_detects_corruption,
+		test_corrupt_without_checksum,
+		test_page_source_failures,
+		test_arena_source,
+		test_compaction_gives_pages_back,
+		NULL
+	};
+	const TTest *const classes[] = { test_every_class_boundary, NULL };
+	const struct test_group groups[] = {
+		{ .name = "store", .tests = store, .timeout = 300 },
+		{ .name = "classes", .tests = classes, .timeout = 300, .loops = 2 },
+		{ .name = NULL },
+	};
 
-	tcase_set_timeout(tc, 300);
-	tcase_add_test(tc, test_round_trip_kinds);
-	tcase_add_loop_test(tc, test_every_class_boundary, 0, 2);
-	tcase_add_test(tc, test_same_filled_pages);
-	tcase_add_test(tc, test_invalid_calls);
-	tcase_add_test(tc, test_mem_limit);
-	tcase_add_test(tc, test_refused_store_changes_nothing);
-	tcase_add_test(tc, test_millions_of_objects);
-	tcase_add_test(tc, test_checksum_detects_corruption);
-	tcase_add_test(tc, test_corrupt_without_checksum);
-	tcase_add_test(tc, test_page_source_failures);
-	tcase_add_test(tc, test_arena_source);
-	tcase_add_test(tc, test_compaction_gives_pages_back);
-	suite_add_tcase(s, tc);
-	return test_run(s);
+	return test_main("zpool", groups);
 }

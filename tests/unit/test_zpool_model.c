@@ -120,11 +120,11 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("zpool_model");
-	TCase *tc = tcase_create("property");
+	const TTest *const property[] = { test_random_sequences, NULL };
+	const struct test_group groups[] = {
+		{ .name = "property", .tests = property, .timeout = 600, .loops = 6 },
+		{ .name = NULL },
+	};
 
-	tcase_set_timeout(tc, 600);
-	tcase_add_loop_test(tc, test_random_sequences, 0, 6);
-	suite_add_tcase(s, tc);
-	return test_run(s);
+	return test_main("zpool_model", groups);
 }

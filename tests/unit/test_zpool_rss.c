@@ -182,8 +182,11 @@ END_TEST
 
 int main(void)
 {
-	Suite *s;
-	TCase *tc;
+	const TTest *const rss[] = { test_mem_used_is_resident_memory, NULL };
+	const struct test_group groups[] = {
+		{ .name = "rss", .tests = rss, .timeout = 300 },
+		{ .name = NULL },
+	};
 	int ret;
 
 	if (SANITIZED || under_valgrind()) {
@@ -198,12 +201,7 @@ int main(void)
 		printf("zpool_rss: out of memory for %zu pages\n", npages);
 		return EXIT_FAILURE;
 	}
-	s = suite_create("zpool_rss");
-	tc = tcase_create("rss");
-	tcase_set_timeout(tc, 300);
-	tcase_add_test(tc, test_mem_used_is_resident_memory);
-	suite_add_tcase(s, tc);
-	ret = test_run(s);
+	ret = test_main("zpool_rss", groups);
 	free(pages);
 	return ret;
 }

@@ -163,12 +163,15 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("zpool_threads");
-	TCase *tc = tcase_create("threads");
+	const TTest *const threads[] = {
+		test_workers_and_compactor,
+		test_loads_during_compaction,
+		NULL
+	};
+	const struct test_group groups[] = {
+		{ .name = "threads", .tests = threads, .timeout = 600 },
+		{ .name = NULL },
+	};
 
-	tcase_set_timeout(tc, 600);
-	tcase_add_test(tc, test_workers_and_compactor);
-	tcase_add_test(tc, test_loads_during_compaction);
-	suite_add_tcase(s, tc);
-	return test_run(s);
+	return test_main("zpool_threads", groups);
 }

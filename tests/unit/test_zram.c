@@ -668,21 +668,25 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("zram");
-	TCase *tc = tcase_create("device");
+	const TTest *const device[] = {
+		test_invalid_config,
+		test_invalid_io,
+		test_mem_limit_keeps_old_data,
+		test_stats_idle_compact_reset,
+		test_concurrent_sub_page_writes,
+		test_discard_at_limit,
+		test_sparse_table,
+		test_create_refuses,
+		test_page_source_failure,
+		test_races,
+		NULL
+	};
+	const TTest *const model[] = { test_model, NULL };
+	const struct test_group groups[] = {
+		{ .name = "device", .tests = device, .timeout = 600 },
+		{ .name = "model", .tests = model, .timeout = 600, .loops = 3 },
+		{ .name = NULL },
+	};
 
-	tcase_set_timeout(tc, 600);
-	tcase_add_test(tc, test_invalid_config);
-	tcase_add_loop_test(tc, test_model, 0, 3);
-	tcase_add_test(tc, test_invalid_io);
-	tcase_add_test(tc, test_mem_limit_keeps_old_data);
-	tcase_add_test(tc, test_stats_idle_compact_reset);
-	tcase_add_test(tc, test_concurrent_sub_page_writes);
-	tcase_add_test(tc, test_discard_at_limit);
-	tcase_add_test(tc, test_sparse_table);
-	tcase_add_test(tc, test_create_refuses);
-	tcase_add_test(tc, test_page_source_failure);
-	tcase_add_test(tc, test_races);
-	suite_add_tcase(s, tc);
-	return test_run(s);
+	return test_main("zram", groups);
 }

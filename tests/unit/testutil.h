@@ -91,18 +91,6 @@ static inline unsigned char *test_pages(size_t pages)
 	return p;
 }
 
-/* One Check runner per suite: exit status 0 only if everything passed. */
-static inline int test_run(Suite *s)
-{
-	SRunner *sr = srunner_create(s);
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
-
 /*
  * A test program is a table: groups of tests (one Check TCase each) with
  * their timeout, fixture and loop count.  Test pointers from START_TEST are
@@ -121,6 +109,8 @@ struct test_group {
 static inline int test_main(const char *suite, const struct test_group *groups)
 {
 	Suite *s = suite_create(suite);
+	SRunner *sr;
+	int failed;
 
 	for (; groups->name; groups++) {
 		TCase *tc = tcase_create(groups->name);
@@ -138,7 +128,11 @@ static inline int test_main(const char *suite, const struct test_group *groups)
 		}
 		suite_add_tcase(s, tc);
 	}
-	return test_run(s);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 #endif
