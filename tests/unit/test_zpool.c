@@ -188,19 +188,22 @@ START_TEST(test_invalid_calls)
 }
 END_TEST
 
-/* A full mem_limit fails the store and keeps everything else intact. */
-START_TEST(test_mem_limit)
+/*
+ * Sets mem_limit @room pages above what @pool holds and stores text,
+ * binary and random pages in turn (page i made from seed i) into @h until
+ * a store is refused, which must happen before @max.  Returns the count.
+ */
+static unsigned int fill_to_limit(struct zpool *pool, unsigned int room,
+				  zpool_handle_t *h, unsigned int max)
 {
-	struct zpool *pool = new_pool(NULL, 0, NULL);
-	unsigned char page[PG], out[PG];
-	zpool_handle_t h[4096];
-	struct zpool_stats st, st2;
-	unsigned int n = 0, i;
+	unsigned char page[PG];
+	struct zpool_stats st;
+	unsigned int n = 0;
 	int ret = 0;
 
 	zpool_stats(pool, &st);
-	zpool_set_mem_limit(pool, st.mem_used_total + 64 * PG);
-	while (n < 4096) {
+	zpool_set_mem_limit(pool, st.mem_used_total + room * PG);
+	while (n < max) {
 		make_page(page, (enum page_kind)(PAGE_TEXT + n % 3), n, 0);
 		ret = zpool_store(pool, page, &h[n]);
 		if (ret)
@@ -208,6 +211,19 @@ START_TEST(test_mem_limit)
 		n++;
 	}
 	ck_assert_int_eq(ret, -ENOMEM);
+	return n;
+}
+
+/* A full mem_limit fails the store and keeps everything else intact. */
+START_TEST(test_mem_limit)
+{
+	struct zpool *pool = new_pool(NULL, 0, NULL);
+	unsigned char page[PG], out[PG];
+	zpool_handle_t h[4096];
+	struct zpool_stats st, st2;
+	unsigned int n, i;
+
+	n = fill_to_limit(pool, 64, h, 4096);
 	ck_assert_uint_gt(n, 20);
 	zpool_stats(pool, &st);
 	ck_assert_uint_le(st.mem_used_total, st.mem_limit);
@@ -247,16 +263,7 @@ START_TEST(test_refused_store_changes_nothing)
 	unsigned int n = 0, k, refused = 0;
 	int ret = 0;
 
-	zpool_stats(pool, &st);
-	zpool_set_mem_limit(pool, st.mem_used_total + 24 * PG);
-	while (n < 512) {
-		make_page(page, (enum page_kind)(PAGE_TEXT + n % 3), n, 0);
-		ret = zpool_store(pool, page, &h[n]);
-		if (ret)
-			break;
-		n++;
-	}
-	ck_assert_int_eq(ret, -ENOMEM);
+	n = fill_to_limit(pool, 24, h, 512);
 	ck_assert_uint_gt(n, 3);
 	/* Raw, compressible and new-class pages: each would need a new page. */
 	for (k = 0; k < 40; k++) {
