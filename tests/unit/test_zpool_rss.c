@@ -46,7 +46,7 @@
 
 static unsigned char *pages;
 static size_t npages;
-static const char *source;
+static const char *source = "no pages yet"; /* load_pages() names the source */
 
 /* Anonymous resident bytes; -1 if smaps_rollup cannot be read. */
 static int64_t rss_anon(void)
