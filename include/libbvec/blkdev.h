@@ -130,8 +130,8 @@ struct block_device_operations {
  * @capacity: size in sectors; see set_capacity()
  * @disk_name: name for messages
  * @bio_split: bio_set that bio_split_to_limits() takes front parts from
- * @nr_eod: bios submit_bio() completed with an error before the driver
- *	saw them: past the end (hence the name), not aligned to the logical
+ * @nr_refused: bios submit_bio() completed with an error before the driver
+ *	saw them: past the end, not aligned to the logical
  *	block size, or an operation the limits say the disk does not support
  * @bdev: storage for @part0
  */
@@ -143,7 +143,7 @@ struct gendisk {
 	sector_t capacity;
 	char disk_name[32];
 	struct bio_set bio_split;
-	BVEC_ATOMIC(uint64_t) nr_eod;
+	BVEC_ATOMIC(uint64_t) nr_refused;
 	struct block_device bdev;
 };
 
@@ -429,7 +429,7 @@ BVEC_API int bvec_disk_stat(struct gendisk *disk, struct bvec_disk_stat *st);
  *
  * A flush is REQ_OP_WRITE | REQ_PREFLUSH with no data, as in Linux; the
  * older spelling REQ_OP_FLUSH is rewritten to it here.  Each refusal counts
- * in the disk's nr_eod.
+ * in the disk's nr_refused.
  *
  * Called from inside a driver's submit_bio, it only queues the bio; the
  * outermost call drains the queue, so stacking depth never grows the stack.

@@ -303,7 +303,7 @@ void submit_bio_noacct(struct bio *bio)
 	}
 	if (bio_check(bio, &status)) {
 		if (status)
-			atomic_fetch_add(&bio->bi_bdev->bd_disk->nr_eod, 1);
+			atomic_fetch_add(&bio->bi_bdev->bd_disk->nr_refused, 1);
 		bio->bi_status = status;
 		bio_endio(bio);
 		return;

@@ -440,8 +440,6 @@ static void zram_submit_bio(struct bio *bio)
 	case REQ_OP_WRITE_ZEROES:
 		zram_discard(z, bio);
 		break;
-	case REQ_OP_FLUSH:
-		break;
 	default:
 		atomic_fetch_add(&z->invalid_io, 1);
 		bio->bi_status = BLK_STS_NOTSUPP;
@@ -528,6 +526,11 @@ struct zram *zram_create(const struct zram_config *cfg)
 	z->pool_cfg.compressor = zpool_compressor(z->pool); /* static string */
 	blk_set_stacking_limits(&lim);
 	lim.physical_block_size = (unsigned int)ZP_PAGE_SIZE;
+	/*
+	 * As Linux's zram: no write cache (flushes complete in submit_bio
+	 * and never reach us) and no secure erase.
+	 */
+	lim.max_secure_erase_sectors = 0;
 	z->disk = blk_alloc_disk(&lim, -1);
 	if (!z->disk) {
 		errno = ENOMEM;
@@ -614,7 +617,7 @@ void zram_io_stat(struct zram *z, struct zram_io_stat *st)
 	st->failed_reads = atomic_load(&z->failed_reads);
 	st->failed_writes = atomic_load(&z->failed_writes);
 	/* Bios past the end are refused by submit_bio() before they get here. */
-	st->invalid_io = atomic_load(&z->invalid_io) + atomic_load(&z->disk->nr_eod);
+	st->invalid_io = atomic_load(&z->invalid_io) + atomic_load(&z->disk->nr_refused);
 	st->notify_free = atomic_load(&z->notify_free);
 }
 

@@ -258,7 +258,7 @@ START_TEST(test_brd_filters)
 
 	/* Only the two good bios (three with 512-byte blocks) reached the driver. */
 	ck_assert_int_eq(atomic_read(&brd->calls), bs > 1 ? 2 : 3);
-	ck_assert_uint_eq(disk->nr_eod, bs > 1 ? 13 : 9);
+	ck_assert_uint_eq(disk->nr_refused, bs > 1 ? 13 : 9);
 	st = stat_of(disk);
 	ck_assert_uint_eq(st.ios[BVEC_STAT_WRITE], 1);
 	ck_assert_uint_eq(st.sectors[BVEC_STAT_WRITE], bs);

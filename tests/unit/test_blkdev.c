@@ -229,7 +229,7 @@ START_TEST(test_submit_filters_flush)
 	ck_assert_uint_eq(s.calls, 1);
 	ck_assert_uint_eq(s.opf, REQ_OP_WRITE | REQ_SYNC);
 	ck_assert_uint_eq(s.size, 4096);
-	ck_assert_uint_eq(disk->nr_eod, 0);
+	ck_assert_uint_eq(disk->nr_refused, 0);
 	put_disk(disk);
 
 	disk = recording_disk(&cached, &s);
@@ -257,7 +257,7 @@ START_TEST(test_submit_filters_unsupported)
 	ck_assert_int_eq(submit_op(disk, REQ_OP_WRITE_ZEROES, 0, NULL, 4096), -EOPNOTSUPP);
 	ck_assert_int_eq(submit_op(disk, (blk_opf_t)7, 0, NULL, 0), -EOPNOTSUPP);
 	ck_assert_uint_eq(s.calls, 0);
-	ck_assert_uint_eq(disk->nr_eod, 4);
+	ck_assert_uint_eq(disk->nr_refused, 4);
 	put_disk(disk);
 
 	disk = recording_disk(&lim, &s);
@@ -292,7 +292,7 @@ START_TEST(test_submit_filters_misaligned)
 	ck_assert_int_eq(submit_op(disk, REQ_OP_DISCARD, 1, NULL, 512), -EIO);
 	ck_assert_int_eq(submit_op(disk, REQ_OP_WRITE_ZEROES, 8, NULL, 4096 + 512), -EIO);
 	ck_assert_uint_eq(s.calls, 0);
-	ck_assert_uint_eq(disk->nr_eod, 4);
+	ck_assert_uint_eq(disk->nr_refused, 4);
 	ck_assert_int_eq(submit_op(disk, REQ_OP_WRITE, 8, buf, 8192), 0);
 	ck_assert_int_eq(submit_op(disk, REQ_OP_DISCARD, 16, NULL, 4096), 0);
 	ck_assert_uint_eq(s.calls, 2);
