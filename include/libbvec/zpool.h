@@ -169,6 +169,17 @@ struct zpool_stats {
 };
 
 /**
+ * zpool_stats_add() - add one pool's (or device's) statistics to a sum
+ * @sum: the running sum (start from all zeroes)
+ * @st: one pool's, from zpool_stats() or zram_mm_stat()
+ *
+ * Every field is summed, so for several pools reported as one (a stripe of
+ * zram devices) @sum->mem_limit is the total limit and @sum->mem_used_max
+ * the sum of the peaks, an upper bound of the combined peak.
+ */
+BVEC_API void zpool_stats_add(struct zpool_stats *sum, const struct zpool_stats *st);
+
+/**
  * struct zpool_class_stats - one size class, like zsmalloc's classes table
  * @size: object size of the class, bytes
  * @objs_per_zspage: objects in a full zspage

@@ -72,30 +72,6 @@ struct zram_config {
 #define ZRAM_CONFIG_INIT { sizeof(struct zram_config), 0, NULL, 0, 0, 0, 0, NULL }
 
 /**
- * struct zram_mm_stat - zram's mm_stat, in its order
- * @orig_data_size: bytes of pages stored
- * @compr_data_size: bytes of their compressed forms
- * @mem_used_total: bytes used: the pool and the slot table
- * @mem_limit: the limit, 0 for none
- * @mem_used_max: the pool's highest use plus the slot table as it is now
- * @same_pages: pages stored as one repeated word
- * @pages_compacted: pages freed by compaction, in all
- * @huge_pages: pages stored raw
- * @huge_pages_since: pages stored raw since creation or reset
- */
-struct zram_mm_stat {
-	uint64_t orig_data_size;
-	uint64_t compr_data_size;
-	uint64_t mem_used_total;
-	uint64_t mem_limit;
-	uint64_t mem_used_max;
-	uint64_t same_pages;
-	uint64_t pages_compacted;
-	uint64_t huge_pages;
-	uint64_t huge_pages_since;
-};
-
-/**
  * struct zram_io_stat - zram's io_stat, in its order
  * @failed_reads: reads that failed (corrupt or undecodable page)
  * @failed_writes: writes that failed (memory or mem_limit)
@@ -155,12 +131,15 @@ BVEC_API struct gendisk *zram_disk(struct zram *zram);
 /**
  * zram_mm_stat() - memory statistics
  * @zram: the device
- * @st: receives them
+ * @st: receives them; the first nine fields are zram's mm_stat in its
+ *	order.  For a device, @st->mem_used_total and @st->metadata_bytes
+ *	include the slot table pages that exist, and @st->mem_used_max is the
+ *	pool's highest use plus the slot table as it is now.
  *
  * Safe alongside I/O; each field is read atomically, the set as a whole is
  * not a snapshot.
  */
-BVEC_API void zram_mm_stat(struct zram *zram, struct zram_mm_stat *st);
+BVEC_API void zram_mm_stat(struct zram *zram, struct zpool_stats *st);
 
 /**
  * zram_io_stat() - I/O error statistics
@@ -170,18 +149,27 @@ BVEC_API void zram_mm_stat(struct zram *zram, struct zram_mm_stat *st);
 BVEC_API void zram_io_stat(struct zram *zram, struct zram_io_stat *st);
 
 /**
+ * zram_io_stat_add() - add one device's I/O statistics to a sum
+ * @sum: the running sum (start from all zeroes)
+ * @st: one device's, from zram_io_stat()
+ *
+ * For reporting several devices (a stripe) as one.
+ */
+BVEC_API void zram_io_stat_add(struct zram_io_stat *sum, const struct zram_io_stat *st);
+
+/**
  * zram_format_mm_stat() - mm_stat as the kernel prints it
- * @st: the statistics (from zram_mm_stat(), or a sum of several devices')
+ * @st: the statistics (from zram_mm_stat(), or a zpool_stats_add() sum)
  * @buf: receives one line of nine right-aligned fields
  * @len: size of @buf
  *
  * Return: the length of the text (as snprintf()).
  */
-BVEC_API int zram_format_mm_stat(const struct zram_mm_stat *st, char *buf, size_t len);
+BVEC_API int zram_format_mm_stat(const struct zpool_stats *st, char *buf, size_t len);
 
 /**
  * zram_format_io_stat() - io_stat as the kernel prints it
- * @st: the statistics (from zram_io_stat(), or a sum)
+ * @st: the statistics (from zram_io_stat(), or a zram_io_stat_add() sum)
  * @buf: receives one line of four right-aligned fields
  * @len: size of @buf
  *

@@ -393,6 +393,23 @@ void zpool_stats(struct zpool *pool, struct zpool_stats *st)
 	st->objects = atomic_load(&pool->orig_pages);
 }
 
+void zpool_stats_add(struct zpool_stats *sum, const struct zpool_stats *st)
+{
+	if (!sum || !st)
+		return;
+	sum->orig_data_size += st->orig_data_size;
+	sum->compr_data_size += st->compr_data_size;
+	sum->mem_used_total += st->mem_used_total;
+	sum->mem_limit += st->mem_limit;
+	sum->mem_used_max += st->mem_used_max;
+	sum->same_pages += st->same_pages;
+	sum->pages_compacted += st->pages_compacted;
+	sum->huge_pages += st->huge_pages;
+	sum->huge_pages_since += st->huge_pages_since;
+	sum->metadata_bytes += st->metadata_bytes;
+	sum->objects += st->objects;
+}
+
 const char *zpool_compressor(const struct zpool *pool)
 {
 	return pool ? zpool__comp_name(pool->comp) : NULL;

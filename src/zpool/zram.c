@@ -587,33 +587,30 @@ int zram_reset(struct zram *z)
 	return ret;
 }
 
-void zram_mm_stat(struct zram *z, struct zram_mm_stat *st)
+void zram_mm_stat(struct zram *z, struct zpool_stats *st)
 {
 	uint64_t table;
-	struct zpool_stats ps;
 
-	memset(st, 0, sizeof(*st));
+	if (!z || !st)
+		return;
 	zpool__read_lock(z->lock);
 	table = atomic_load(&z->table_pages) * ZP_PAGE_SIZE;
+	if (z->pool)
+		zpool_stats(z->pool, st);
+	else
+		memset(st, 0, sizeof(*st));
+	/* The device's limit covers the pool and the table together. */
 	st->mem_limit = atomic_load(&z->mem_limit);
-	st->mem_used_total = table;
-	st->mem_used_max = table;
-	if (z->pool) {
-		zpool_stats(z->pool, &ps);
-		st->orig_data_size = ps.orig_data_size;
-		st->compr_data_size = ps.compr_data_size;
-		st->mem_used_total += ps.mem_used_total;
-		st->mem_used_max += ps.mem_used_max;
-		st->same_pages = ps.same_pages;
-		st->pages_compacted = ps.pages_compacted;
-		st->huge_pages = ps.huge_pages;
-		st->huge_pages_since = ps.huge_pages_since;
-	}
+	st->mem_used_total += table;
+	st->mem_used_max += table;
+	st->metadata_bytes += table;
 	zpool__rw_unlock(z->lock);
 }
 
 void zram_io_stat(struct zram *z, struct zram_io_stat *st)
 {
+	if (!z || !st)
+		return;
 	st->failed_reads = atomic_load(&z->failed_reads);
 	st->failed_writes = atomic_load(&z->failed_writes);
 	/* Bios past the end are refused by submit_bio() before they get here. */
@@ -621,7 +618,17 @@ void zram_io_stat(struct zram *z, struct zram_io_stat *st)
 	st->notify_free = atomic_load(&z->notify_free);
 }
 
-int zram_format_mm_stat(const struct zram_mm_stat *s, char *buf, size_t len)
+void zram_io_stat_add(struct zram_io_stat *sum, const struct zram_io_stat *st)
+{
+	if (!sum || !st)
+		return;
+	sum->failed_reads += st->failed_reads;
+	sum->failed_writes += st->failed_writes;
+	sum->invalid_io += st->invalid_io;
+	sum->notify_free += st->notify_free;
+}
+
+int zram_format_mm_stat(const struct zpool_stats *s, char *buf, size_t len)
 {
 	return snprintf(buf, len, "%8llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu\n",
 			(unsigned long long)s->orig_data_size,

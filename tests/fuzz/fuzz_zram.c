@@ -248,7 +248,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 				zram_set_mem_limit(z, 0);
 				limited = false;
 			} else {
-				struct zram_mm_stat mm;
+				struct zpool_stats mm;
 
 				zram_mm_stat(z, &mm);
 				zram_set_mem_limit(z, mm.mem_used_total + (c >> 1) * 16);

@@ -488,7 +488,7 @@ static void *limiter(void *arg)
 {
 	struct worker *w = arg;
 	struct rng r = { w->seed };
-	struct zram_mm_stat ms;
+	struct zpool_stats ms;
 	struct zram_io_stat io;
 	char text[256];
 

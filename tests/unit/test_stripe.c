@@ -96,7 +96,7 @@ START_TEST(test_over_zram)
 	}
 	ck_assert_int_eq(io(s, REQ_OP_FLUSH, 0, NULL, 0), 0);
 	for (i = 0; i < 4; i++) {
-		struct zram_mm_stat ms;
+		struct zpool_stats ms;
 
 		zram_mm_stat(z[i], &ms);
 		ck_assert_uint_gt(ms.orig_data_size, 0); /* every child got data */

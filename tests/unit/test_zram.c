@@ -85,7 +85,7 @@ START_TEST(test_model)
 		unsigned int len = sectors * 512, op = rng_range(&rng, 0, 9);
 		unsigned int pieces = rng_range(&rng, 1, 3);
 		unsigned int mis = rng_range(&rng, 0, 7); /* memory misalignment */
-		struct zram_mm_stat ms;
+		struct zpool_stats ms;
 		uint64_t n_stored = 0;
 
 		if (op < 4) {
@@ -150,7 +150,7 @@ START_TEST(test_mem_limit_keeps_old_data)
 {
 	struct zram *z = new_zram(256 * PG, 0);
 	unsigned char page[PG], out[PG];
-	struct zram_mm_stat ms;
+	struct zpool_stats ms;
 	struct zram_io_stat io;
 	unsigned int i, ok = 0;
 	int ret = 0;
@@ -186,7 +186,7 @@ START_TEST(test_stats_idle_compact_reset)
 	unsigned char page[PG], out[PG];
 	char text[256];
 	unsigned long long f[9];
-	struct zram_mm_stat ms;
+	struct zpool_stats ms;
 	struct zram_io_stat io;
 	unsigned int i;
 
@@ -296,7 +296,7 @@ START_TEST(test_discard_at_limit)
 	static unsigned char model[DISK_PAGES][PG];
 	unsigned char zero[PG] = { 0 };
 	struct zram *z = new_zram(DISK_BYTES, 0);
-	struct zram_mm_stat ms;
+	struct zpool_stats ms;
 	struct zram_io_stat io;
 	unsigned int i, op;
 
@@ -354,7 +354,7 @@ START_TEST(test_sparse_table)
 	/* The largest disk: 1 TiB less a page with 4 KiB pages. */
 	const uint64_t tib = zpool__max_objects() * PG;
 	struct zram *big = new_zram(tib, 0), *small = new_zram(PG, 0);
-	struct zram_mm_stat b0, b1, s0, s1;
+	struct zpool_stats b0, b1, s0, s1;
 	unsigned char page[PG];
 	uint64_t grow;
 
@@ -612,7 +612,7 @@ static void *race_control(void *arg)
 {
 	struct racer *r = arg;
 	unsigned int i, rounds = test_scale(300);
-	struct zram_mm_stat ms;
+	struct zpool_stats ms;
 	struct zram_io_stat io;
 	char text[256];
 
@@ -666,6 +666,52 @@ START_TEST(test_races)
 }
 END_TEST
 
+/* Two devices reported as one: the sums are field by field, and NULL is refused quietly. */
+START_TEST(test_stats_sum)
+{
+	struct zram *a = new_zram(16 * PG, 0), *b = new_zram(16 * PG, 1 << 20);
+	unsigned char *page = malloc(PG);
+	struct zpool_stats sa, sb, sum = { 0 };
+	struct zram_io_stat ia, ib, isum = { 0 };
+	char line[256], want[256];
+	unsigned int i;
+
+	for (i = 0; i < PG; i++)
+		page[i] = (unsigned char)(i * 7 / 13);
+	ck_assert_int_eq(do_io(a, REQ_OP_WRITE, 0, page, (unsigned int)PG, 1), 0);
+	ck_assert_int_eq(do_io(b, REQ_OP_WRITE, PG, page, (unsigned int)PG, 1), 0);
+	ck_assert_int_eq(do_io(b, REQ_OP_WRITE, 3 * PG, page, (unsigned int)PG, 1), 0);
+	ck_assert_int_eq(do_io(b, REQ_OP_WRITE, 0, page, 700, 1), -EIO); /* counted */
+	zram_mm_stat(a, &sa);
+	zram_mm_stat(b, &sb);
+	zram_io_stat(a, &ia);
+	zram_io_stat(b, &ib);
+	zpool_stats_add(&sum, &sa);
+	zpool_stats_add(&sum, &sb);
+	zram_io_stat_add(&isum, &ia);
+	zram_io_stat_add(&isum, &ib);
+	ck_assert_uint_eq(sum.orig_data_size, 3 * PG);
+	ck_assert_uint_eq(sum.compr_data_size, sa.compr_data_size + sb.compr_data_size);
+	ck_assert_uint_eq(sum.mem_used_total, sa.mem_used_total + sb.mem_used_total);
+	ck_assert_uint_eq(sum.mem_limit, 1 << 20);
+	ck_assert_uint_eq(sum.metadata_bytes, sa.metadata_bytes + sb.metadata_bytes);
+	ck_assert_uint_eq(sum.objects, 3);
+	ck_assert_uint_eq(isum.invalid_io, 1);
+	snprintf(want, sizeof(want), "%8llu", (unsigned long long)(3 * PG));
+	zram_format_mm_stat(&sum, line, sizeof(line));
+	ck_assert_int_eq(strncmp(line, want, strlen(want)), 0);
+	zpool_stats_add(NULL, &sa);
+	zpool_stats_add(&sum, NULL);
+	zram_io_stat_add(NULL, &ia);
+	zram_mm_stat(NULL, &sa);
+	zram_io_stat(NULL, &ia);
+	ck_assert_uint_eq(sum.orig_data_size, 3 * PG);
+	zram_destroy(a);
+	zram_destroy(b);
+	free(page);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *const device[] = {
@@ -679,6 +725,7 @@ int main(void)
 		test_create_refuses,
 		test_page_source_failure,
 		test_races,
+		test_stats_sum,
 		NULL
 	};
 	const TTest *const model[] = { test_model, NULL };

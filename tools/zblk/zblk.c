@@ -159,7 +159,7 @@ static int parse_size(const char *s, uint64_t *out)
 /* The stat files, as zram prints them; a stripe sums its children. */
 static int stat_text(enum file f, char *buf, size_t len)
 {
-	struct zram_mm_stat sum = { 0 }, m;
+	struct zpool_stats sum = { 0 }, m;
 	struct zram_io_stat io = { 0 }, i;
 	unsigned int k;
 
@@ -172,19 +172,8 @@ static int stat_text(enum file f, char *buf, size_t len)
 	for (k = 0; k < zb.n && !zb.null; k++) {
 		zram_mm_stat(zb.zram[k], &m);
 		zram_io_stat(zb.zram[k], &i);
-		sum.orig_data_size += m.orig_data_size;
-		sum.compr_data_size += m.compr_data_size;
-		sum.mem_used_total += m.mem_used_total;
-		sum.mem_limit += m.mem_limit;
-		sum.mem_used_max += m.mem_used_max;
-		sum.same_pages += m.same_pages;
-		sum.pages_compacted += m.pages_compacted;
-		sum.huge_pages += m.huge_pages;
-		sum.huge_pages_since += m.huge_pages_since;
-		io.failed_reads += i.failed_reads;
-		io.failed_writes += i.failed_writes;
-		io.invalid_io += i.invalid_io;
-		io.notify_free += i.notify_free;
+		zpool_stats_add(&sum, &m);
+		zram_io_stat_add(&io, &i);
 	}
 	return f == F_IO_STAT ? zram_format_io_stat(&io, buf, len) :
 				zram_format_mm_stat(&sum, buf, len);
