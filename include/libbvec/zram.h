@@ -46,30 +46,26 @@ extern "C" {
  * struct zram_config - how to build a zram device
  * @size: sizeof(struct zram_config) as the caller knows it
  * @disksize: bytes; rounded up to a whole page; required
- * @compressor: as &struct zpool_config (NULL: "lz4")
- * @level: as &struct zpool_config
- * @mem_limit: bytes the device may use; 0 for no limit
- * @flags: ZPOOL_F_* flags for the pool
- * @max_pages_per_zspage: as &struct zpool_config
- * @page_source: where the pool and the slot table get their memory, copied
- *	at creation; NULL for the defaults (the pool's mmap source, and heap
- *	pages for the table).  The source must outlive the device.
+ * @pool: the pool's configuration, as for zpool_create(), with its own
+ *	@size; here @pool.mem_limit bounds the device (the pool and the slot
+ *	table together, 0 for no limit) and @pool.page_source, copied at
+ *	creation, also gives the slot table its pages (NULL: the pool's mmap
+ *	source, and heap pages for the table); the source must outlive the
+ *	device
+ *
+ * @size must be sizeof(struct zram_config), or offsetof(struct
+ * zram_config, pool) to take every pool default.
  */
 struct zram_config {
 	size_t size;
 	uint64_t disksize;
-	const char *compressor;
-	int level;
-	uint64_t mem_limit;
-	unsigned int flags;
-	unsigned int max_pages_per_zspage;
-	const struct zpool_page_source *page_source;
+	struct zpool_config pool;
 };
 
 /**
  * ZRAM_CONFIG_INIT - a zram_config with every optional field at its default
  */
-#define ZRAM_CONFIG_INIT { sizeof(struct zram_config), 0, NULL, 0, 0, 0, 0, NULL }
+#define ZRAM_CONFIG_INIT { sizeof(struct zram_config), 0, ZPOOL_CONFIG_INIT }
 
 /**
  * struct zram_io_stat - zram's io_stat, in its order

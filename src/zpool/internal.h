@@ -350,6 +350,13 @@ static inline unsigned char *zpool__obj_addr(const struct size_class *c,
 struct zspage *zpool__zspage(struct zpool *pool, uint32_t id);
 size_t zpool__compact(struct zpool *pool);
 
+/*
+ * zpool.c: @cfg (NULL for all defaults) as this version of the library
+ * knows it: fields past cfg->size get their defaults.  -EINVAL for a size
+ * no version of the header had.
+ */
+int zpool__config_copy(struct zpool_config *dst, const struct zpool_config *cfg);
+
 /* compress.c */
 enum zp_comp { ZP_COMP_LZ4, ZP_COMP_LZ4HC, ZP_COMP_ZSTD };
 int zpool__comp_lookup(const char *name, int level, int *comp, int *out_level);

@@ -72,21 +72,32 @@ static void destroy(struct zpool *pool)
 		zpool__mmap_source_delete(&src);
 }
 
+int zpool__config_copy(struct zpool_config *dst, const struct zpool_config *cfg)
+{
+	const struct zpool_config defaults = ZPOOL_CONFIG_INIT;
+
+	*dst = defaults;
+	if (!cfg)
+		return 0;
+	/* A caller built against an older header passes a shorter struct. */
+	if (cfg->size < offsetof(struct zpool_config, compressor) || cfg->size > sizeof(*dst))
+		return -EINVAL;
+	memcpy(dst, cfg, cfg->size);
+	dst->size = sizeof(*dst);
+	return 0;
+}
+
 struct zpool *zpool_create(const struct zpool_config *cfg)
 {
-	struct zpool_config c = ZPOOL_CONFIG_INIT;
+	struct zpool_config c;
 	struct zpool_page_source src;
 	struct zpool *pool;
 	size_t self;
 	int comp, level;
 
-	if (cfg) {
-		if (cfg->size < offsetof(struct zpool_config, compressor) ||
-		    cfg->size > sizeof(c)) {
-			errno = EINVAL;
-			return NULL;
-		}
-		memcpy(&c, cfg, cfg->size);
+	if (zpool__config_copy(&c, cfg)) {
+		errno = EINVAL;
+		return NULL;
 	}
 	if (!c.max_pages_per_zspage)
 		c.max_pages_per_zspage = 8;

@@ -467,24 +467,26 @@ static void table_shape(struct zram *z)
 
 struct zram *zram_create(const struct zram_config *cfg)
 {
-	struct zram_config c = ZRAM_CONFIG_INIT;
 	struct queue_limits lim;
+	struct zpool_config pool;
+	uint64_t disksize;
 	struct zram *z;
 
-	if (!cfg || cfg->size < offsetof(struct zram_config, compressor) ||
-	    cfg->size > sizeof(c)) {
+	if (!cfg || (cfg->size != offsetof(struct zram_config, pool) &&
+		     cfg->size != sizeof(*cfg)) ||
+	    zpool__config_copy(&pool, cfg->size == sizeof(*cfg) ? &cfg->pool : NULL)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	memcpy(&c, cfg, cfg->size);
+	disksize = cfg->disksize;
 	/*
 	 * Every page of the disk may need an object of its own (a zero page
 	 * too), so a disk the pool could not fill is refused now rather than
 	 * failing writes near its end later.
 	 */
-	if (!c.disksize || c.disksize > ZRAM_MAX_DISKSIZE ||
-	    (c.disksize + ZP_PAGE_SIZE - 1) / ZP_PAGE_SIZE > zpool__max_objects() ||
-	    (c.page_source && (!c.page_source->alloc || !c.page_source->free))) {
+	if (!disksize || disksize > ZRAM_MAX_DISKSIZE ||
+	    (disksize + ZP_PAGE_SIZE - 1) / ZP_PAGE_SIZE > zpool__max_objects() ||
+	    (pool.page_source && (!pool.page_source->alloc || !pool.page_source->free))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -502,18 +504,14 @@ struct zram *zram_create(const struct zram_config *cfg)
 		errno = ENOMEM;
 		return NULL;
 	}
-	z->nr_pages = (c.disksize + ZP_PAGE_SIZE - 1) / ZP_PAGE_SIZE;
+	z->nr_pages = (disksize + ZP_PAGE_SIZE - 1) / ZP_PAGE_SIZE;
 	z->epoch = zpool__os_seconds();
 	table_shape(z);
-	if (c.page_source)
-		z->src = *c.page_source;
-	z->pool_cfg.size = sizeof(z->pool_cfg);
-	z->pool_cfg.compressor = c.compressor;
-	z->pool_cfg.level = c.level;
-	z->pool_cfg.flags = c.flags;
-	z->pool_cfg.max_pages_per_zspage = c.max_pages_per_zspage;
-	z->pool_cfg.page_source = c.page_source ? &z->src : NULL;
-	atomic_store(&z->mem_limit, c.mem_limit);
+	if (pool.page_source)
+		z->src = *pool.page_source;
+	z->pool_cfg = pool;
+	z->pool_cfg.page_source = pool.page_source ? &z->src : NULL;
+	atomic_store(&z->mem_limit, pool.mem_limit);
 	z->root = node_alloc(z);
 	if (!z->root) {
 		errno = ENOMEM;

@@ -71,11 +71,9 @@ static const size_t zpool_fields[] = {
 };
 
 static const size_t zram_fields[] = {
-	offsetof(struct zram_config, compressor),
-	offsetof(struct zram_config, level),
-	offsetof(struct zram_config, mem_limit),
-	offsetof(struct zram_config, flags),
-	offsetof(struct zram_config, max_pages_per_zspage),
+	offsetof(struct zram_config, pool),
+	offsetof(struct zram_config, pool) + offsetof(struct zpool_config, compressor),
+	offsetof(struct zram_config, pool) + offsetof(struct zpool_config, mem_limit),
 	sizeof(struct zram_config),
 };
 
@@ -233,20 +231,23 @@ static void fuzz_zram(struct input *in)
 	c = take(in, 1);
 	/* Valid sizes stay small: the slot table is allocated whole. */
 	cfg.disksize = c < 128 ? sizes[c % 10] : (uint64_t)take(in, 3) * 16;
-	cfg.compressor = pick_name(in, name, sizeof(name));
-	cfg.level = (int)pick_level(in);
-	cfg.mem_limit = take(in, 1) < 200 ? 0 : take(in, 4);
+	cfg.pool.compressor = pick_name(in, name, sizeof(name));
+	cfg.pool.level = (int)pick_level(in);
+	cfg.pool.mem_limit = take(in, 1) < 200 ? 0 : take(in, 4);
 	c = take(in, 1);
-	cfg.flags = c < 192 ? c % 2 : (unsigned int)1 << (c % 32);
+	cfg.pool.flags = c < 192 ? c % 2 : (unsigned int)1 << (c % 32);
 	c = take(in, 1);
-	cfg.max_pages_per_zspage = c < 224 ? c % 18 : take(in, 4);
-	if (cfg.size >= offsetof(struct zram_config, compressor) && cfg.size <= sizeof(cfg))
-		memcpy(&eff, &cfg, cfg.size);
-	valid = cfg.size >= offsetof(struct zram_config, compressor) && cfg.size <= sizeof(cfg) &&
+	cfg.pool.max_pages_per_zspage = c < 224 ? c % 18 : take(in, 4);
+	/* The whole struct, or only up to the pool (every pool default). */
+	if (cfg.size == offsetof(struct zram_config, pool))
+		eff.disksize = cfg.disksize;
+	else if (cfg.size == sizeof(cfg))
+		eff = cfg;
+	valid = (cfg.size == offsetof(struct zram_config, pool) || cfg.size == sizeof(cfg)) &&
 		eff.disksize && eff.disksize <= (uint64_t)UINT32_MAX << BVEC_PAGE_SHIFT &&
-		zpool_has_compressor(eff.compressor ? eff.compressor : "lz4") &&
-		level_ok(eff.compressor ? eff.compressor : "lz4", eff.level) &&
-		eff.max_pages_per_zspage <= 16 && !(eff.flags & ~ZPOOL_F_CHECKSUM);
+		zpool_has_compressor(eff.pool.compressor ? eff.pool.compressor : "lz4") &&
+		level_ok(eff.pool.compressor ? eff.pool.compressor : "lz4", eff.pool.level) &&
+		eff.pool.max_pages_per_zspage <= 16 && !(eff.pool.flags & ~ZPOOL_F_CHECKSUM);
 
 	errno = 0;
 	z = zram_create(&cfg);
@@ -271,7 +272,7 @@ static void fuzz_zram(struct input *in)
 		bio_add_virt(&bio, buf, BVEC_SECTOR_SIZE);
 		ret = submit_bio_wait(&bio);
 		bio_uninit(&bio);
-		if (ret && (ret != -EIO || !eff.mem_limit))
+		if (ret && (ret != -EIO || !eff.pool.mem_limit))
 			abort(); /* only a tiny mem_limit may refuse a write */
 		memset(buf, 0, BVEC_SECTOR_SIZE);
 		bio_init(&bio, zram_disk(z)->part0, &bv, 1, REQ_OP_READ);

@@ -112,11 +112,11 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	bytes = (cfg.disksize + PS - 1) / PS * PS;
 	sectors = bytes >> BVEC_SECTOR_SHIFT;
 	c = take(&in, 1);
-	cfg.compressor = comps[c % 4];
-	if (cfg.compressor && !zpool_has_compressor(cfg.compressor))
-		cfg.compressor = NULL;
-	cfg.flags = c & 4 ? ZPOOL_F_CHECKSUM : 0;
-	cfg.max_pages_per_zspage = c >> 3 & 15;
+	cfg.pool.compressor = comps[c % 4];
+	if (cfg.pool.compressor && !zpool_has_compressor(cfg.pool.compressor))
+		cfg.pool.compressor = NULL;
+	cfg.pool.flags = c & 4 ? ZPOOL_F_CHECKSUM : 0;
+	cfg.pool.max_pages_per_zspage = c >> 3 & 15;
 	z = zram_create(&cfg);
 	if (!z)
 		abort();

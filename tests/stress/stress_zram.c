@@ -583,8 +583,8 @@ int main(int argc, char **argv)
 		hist_add(&hist[i], &e);
 	}
 	cfg.disksize = (uint64_t)pages * PG;
-	cfg.flags = ZPOOL_F_CHECKSUM;
-	cfg.max_pages_per_zspage = 4; /* more zspages, more compaction */
+	cfg.pool.flags = ZPOOL_F_CHECKSUM;
+	cfg.pool.max_pages_per_zspage = 4; /* more zspages, more compaction */
 	zram = zram_create(&cfg);
 	if (!zram) {
 		perror("stress_zram: zram_create");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* zram device: bios of every shape against a flat model, limits, stats. */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include <libbvec/zram.h>
@@ -17,8 +18,8 @@ static struct zram *new_zram(uint64_t bytes, uint64_t limit)
 	struct zram *z;
 
 	cfg.disksize = bytes;
-	cfg.mem_limit = limit;
-	cfg.flags = ZPOOL_F_CHECKSUM;
+	cfg.pool.mem_limit = limit;
+	cfg.pool.flags = ZPOOL_F_CHECKSUM;
 	z = zram_create(&cfg);
 	ck_assert_ptr_nonnull(z);
 	return z;
@@ -61,9 +62,26 @@ START_TEST(test_invalid_config)
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_ptr_null(zram_create(NULL));
 	cfg.disksize = 1 << 20;
-	cfg.compressor = "nope";
+	cfg.pool.compressor = "nope";
 	ck_assert_ptr_null(zram_create(&cfg));
 	ck_assert_int_eq(errno, EINVAL);
+	cfg.pool.compressor = NULL;
+	cfg.pool.size = 1; /* the nested config has its own size rule */
+	errno = 0;
+	ck_assert_ptr_null(zram_create(&cfg));
+	ck_assert_int_eq(errno, EINVAL);
+	cfg.size = sizeof(cfg) + 8;
+	ck_assert_ptr_null(zram_create(&cfg));
+	cfg.size = offsetof(struct zram_config, pool) + 4;
+	ck_assert_ptr_null(zram_create(&cfg));
+	/* Without the pool part every pool setting is its default. */
+	cfg.size = offsetof(struct zram_config, pool);
+	{
+		struct zram *z = zram_create(&cfg);
+
+		ck_assert_ptr_nonnull(z);
+		zram_destroy(z);
+	}
 	zram_destroy(NULL);
 }
 END_TEST
@@ -274,8 +292,8 @@ static struct zram *new_zram_src(uint64_t bytes, struct fail_source *f,
 	src->ctx = f;
 	src->lazy = false;
 	cfg.disksize = bytes;
-	cfg.flags = ZPOOL_F_CHECKSUM;
-	cfg.page_source = src;
+	cfg.pool.flags = ZPOOL_F_CHECKSUM;
+	cfg.pool.page_source = src;
 	return zram_create(&cfg);
 }
 
@@ -421,7 +439,7 @@ START_TEST(test_create_refuses)
 	ck_assert_ptr_null(zram_create(&cfg));
 	ck_assert_int_eq(errno, EINVAL);
 	cfg.disksize = PG;
-	cfg.page_source = &bad;
+	cfg.pool.page_source = &bad;
 	errno = 0;
 	ck_assert_ptr_null(zram_create(&cfg));
 	ck_assert_int_eq(errno, EINVAL);
@@ -438,8 +456,8 @@ START_TEST(test_create_refuses)
 		f.fail_at = k;
 		src.ctx = &f;
 		cfg.disksize = zpool__max_objects() * PG;
-		cfg.flags = 0;
-		cfg.page_source = &src;
+		cfg.pool.flags = 0;
+		cfg.pool.page_source = &src;
 		errno = 0;
 		ck_assert_ptr_null(zram_create(&cfg));
 		ck_assert_int_eq(errno, ENOMEM);

@@ -573,8 +573,8 @@ static int make_devices(void)
 			 zb.n > 1 ? " per stripe" : "");
 		return usage_error(msg, zb.disksize_s);
 	}
-	cfg.compressor = zb.algorithm;
-	cfg.mem_limit = limit / zb.n;
+	cfg.pool.compressor = zb.algorithm;
+	cfg.pool.mem_limit = limit / zb.n;
 	for (k = 0; k < zb.n; k++) {
 		zb.zram[k] = zram_create(&cfg);
 		if (!zb.zram[k]) {
