@@ -156,14 +156,13 @@ static double best(int reps, int op, int threads, const char *compressor,
 	for (r = 0; r < reps; r++) {
 		struct zpool_config cfg = ZPOOL_CONFIG_INIT;
 		struct zpool_page_source src;
-		struct zpool_arena ar;
 		struct zpool *pool = NULL;
 		double t;
 
 		if (op >= 2) {
 			cfg.compressor = compressor;
 			if (arena) {
-				if (zpool_arena_init(&ar, arena_mem, arena_bytes, &src))
+				if (zpool_arena_init(arena_mem, arena_bytes, &src))
 					die("zpool_arena_init");
 				cfg.page_source = &src;
 			}

@@ -16,20 +16,21 @@
  * every header; the layouts are pinned in tests/headers/abi_layout.h):
  *
  * - A struct the caller fills in and passes by pointer, once, to a create
- *   function (zpool_config, zram_config, zpool_page_source) starts with a
- *   size_t @size that the caller sets to sizeof() as it was compiled.  The
- *   library reads only the fields that fit in @size and gives the rest
- *   their defaults; a newer caller on an older library gets -EINVAL.
+ *   function (zpool_config, zram_config) starts with a size_t @size that
+ *   the caller sets to sizeof() as it was compiled.  The library reads only
+ *   the fields that fit in @size and gives the rest their defaults; a newer
+ *   caller on an older library gets -EINVAL.
  * - A struct that is embedded in the caller's structs or copied by value
- *   (struct bio, bio_set, queue_limits, bvec_allocator) keeps Linux's shape
- *   and ends in a private bvec_reserved[] array that must be zero, which
+ *   (struct bio, bio_set, queue_limits, bvec_allocator, zpool_page_source)
+ *   keeps Linux's shape where Linux has one and ends in a private
+ *   bvec_reserved[] array that must be zero, which
  *   designated initialisers, memset() and the library's init functions
  *   guarantee; new fields take reserved room, and zero means "default".
  *   struct bio and bio_set follow Linux's layout exactly and have no
  *   reserved room: growing them needs a new SONAME.
  * - State the caller never reads is opaque: a pointer to an incomplete type
- *   (struct zpool, struct zram) or, where the caller provides the memory, a
- *   private array of documented size.
+ *   (struct zpool, struct zram), or kept inside memory the caller hands
+ *   over (zpool_arena_init() keeps the arena's state in its block).
  *
  * Symbols: every exported name is in a versioned node of the linker
  * script (LIBBVEC_0.1, ...), so a program that also links another library

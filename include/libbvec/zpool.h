@@ -62,9 +62,11 @@ typedef unsigned long zpool_handle_t;
  * @ctx: passed to each call
  * @lazy: true if memory costs nothing until it is first written (demand
  *	paging); the pool then counts only pages it has touched
+ * @bvec_reserved: private: leave zero (designated initialisers do); room to
+ *	add callbacks without an ABI break
  *
  * Calls come with the pool's internal locks held: they must not call back
- * into the pool.
+ * into the pool.  The pool and the zram device copy the struct at creation.
  */
 struct zpool_page_source {
 	void *(*alloc)(void *ctx, size_t bytes);
@@ -72,41 +74,25 @@ struct zpool_page_source {
 	void (*discard)(void *ctx, void *mem, size_t bytes);
 	void *ctx;
 	bool lazy;
-};
-
-/**
- * struct zpool_arena - a page source over a caller's fixed memory
- * @base: first page of the arena
- * @pages: pages in the arena
- * @next: private: first never-used page
- * @free_runs: private: freed runs by length (1 to 16 pages)
- * @lock: private: spin lock word
- *
- * Set up with zpool_arena_init(), which also fills the page source to put
- * in &struct zpool_config.  The arena must outlive the pool.
- */
-struct zpool_arena {
-	unsigned char *base;
-	size_t pages;
-	size_t next;
-	void *free_runs[17];
-	BVEC_ATOMIC(int) lock;
+	void *bvec_reserved[2];
 };
 
 /**
  * zpool_arena_init() - make a page source out of a fixed block of memory
- * @arena: the arena to set up
- * @mem: the memory; it need not be aligned (the unaligned head is skipped)
+ * @mem: the memory; it need not be aligned.  The arena keeps its own small
+ *	state (under 256 bytes) at the start of @mem; pages begin at the first
+ *	page boundary after it.  @mem must outlive every pool using the source.
  * @bytes: its size
  * @source: receives the page source to put in &struct zpool_config
  *
  * The memory is never returned to anyone: pages freed by the pool are
- * reused by the pool.  Nothing here calls mmap or malloc.
+ * reused by the pool.  Nothing here calls mmap or malloc.  The source may
+ * be shared by several pools; its calls take a spin lock.
  *
- * Return: 0, or -EINVAL if the arena is smaller than 16 pages.
+ * Return: 0, or -EINVAL if a pointer is NULL or fewer than 16 whole pages
+ * remain after the state.
  */
-BVEC_API int zpool_arena_init(struct zpool_arena *arena, void *mem, size_t bytes,
-			      struct zpool_page_source *source);
+BVEC_API int zpool_arena_init(void *mem, size_t bytes, struct zpool_page_source *source);
 
 /* zpool_config.flags */
 #define ZPOOL_F_CHECKSUM (1u << 0) /* XXH3 checksum per object, checked on load */

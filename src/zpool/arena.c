@@ -16,6 +16,15 @@ struct free_run {
 	struct free_run *next;
 };
 
+/* Kept at the start of the caller's block, so the public API has no struct. */
+struct zpool_arena {
+	unsigned char *base;	/* first page */
+	size_t pages;
+	size_t next;		/* first never-used page */
+	struct free_run *free_runs[ZP_MAX_CHAIN + 1]; /* by length */
+	atomic_int lock;
+};
+
 static void arena_lock(struct zpool_arena *a)
 {
 	while (atomic_exchange_explicit(&a->lock, 1, memory_order_acquire))
@@ -76,22 +85,25 @@ static void arena_free(void *ctx, void *mem, size_t bytes)
 	arena_unlock(a);
 }
 
-int zpool_arena_init(struct zpool_arena *arena, void *mem, size_t bytes,
-		     struct zpool_page_source *source)
+int zpool_arena_init(void *mem, size_t bytes, struct zpool_page_source *source)
 {
-	uintptr_t start = ((uintptr_t)mem + ZP_PAGE_SIZE - 1) & ~(uintptr_t)(ZP_PAGE_SIZE - 1);
+	const size_t align = _Alignof(struct zpool_arena);
+	uintptr_t at = ((uintptr_t)mem + align - 1) & ~(uintptr_t)(align - 1);
+	uintptr_t start = (at + sizeof(struct zpool_arena) + ZP_PAGE_SIZE - 1) &
+			  ~(uintptr_t)(ZP_PAGE_SIZE - 1);
 	uintptr_t end = (uintptr_t)mem + bytes;
+	struct zpool_arena *arena = (struct zpool_arena *)at;
 
-	if (!arena || !mem || !source || end < start ||
+	if (!mem || !source || bytes < sizeof(*arena) + align || end < start ||
 	    (end - start) / ZP_PAGE_SIZE < ZP_MAX_CHAIN)
 		return -EINVAL;
 	memset(arena, 0, sizeof(*arena));
 	arena->base = (unsigned char *)start;
 	arena->pages = (end - start) / ZP_PAGE_SIZE;
 	atomic_init(&arena->lock, 0);
+	memset(source, 0, sizeof(*source));
 	source->alloc = arena_alloc;
 	source->free = arena_free;
-	source->discard = NULL;
 	source->ctx = arena;
 	source->lazy = false;
 	return 0;

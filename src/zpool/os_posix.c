@@ -284,6 +284,7 @@ int zpool__mmap_source_new(struct zpool_page_source *src)
 		free(ms);
 		return -ENOMEM;
 	}
+	memset(src, 0, sizeof(*src));
 	src->alloc = mmap_alloc;
 	src->free = mmap_free;
 	src->discard = mmap_discard;

@@ -165,7 +165,7 @@ static void fuzz_zpool(struct input *in)
 {
 	struct zpool_config cfg = ZPOOL_CONFIG_INIT, eff = ZPOOL_CONFIG_INIT;
 	struct counting cnt = { 0, -1, false };
-	struct zpool_page_source src = { count_alloc, count_free, NULL, &cnt, false };
+	struct zpool_page_source src = { .alloc = count_alloc, .free = count_free, .ctx = &cnt };
 	char name[24];
 	unsigned int c;
 	int64_t level;

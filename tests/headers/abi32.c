@@ -8,6 +8,7 @@
 #define BVEC_FREESTANDING
 #endif
 #include <libbvec/blkdev.h>
+#include <libbvec/zpool.h>
 
 #include "abi_layout.h"
 
@@ -15,7 +16,7 @@
 _Static_assert(__SIZEOF_POINTER__ == 4, "build this with -m32");
 #endif
 
-#define EXPECT(a, b, c, d, e, f, g, h, i, j, k, l)                          \
+#define EXPECT(a, b, c, d, e, f, g, h, i, j, k, l, m)                       \
 	_Static_assert(sizeof(struct bio_vec) == (a), "bio_vec");          \
 	_Static_assert(sizeof(struct bvec_iter) == (b), "bvec_iter");      \
 	_Static_assert(sizeof(struct bio) == (c), "bio");                  \
@@ -27,7 +28,8 @@ _Static_assert(__SIZEOF_POINTER__ == 4, "build this with -m32");
 	_Static_assert(sizeof(struct bio_set) == (i), "bio_set");          \
 	_Static_assert(sizeof(struct bvec_allocator) == (j), "bvec_allocator"); \
 	_Static_assert(sizeof(struct queue_limits) == (k), "queue_limits"); \
-	_Static_assert(offsetof(struct queue_limits, features) == (l), "features");
+	_Static_assert(offsetof(struct queue_limits, features) == (l), "features"); \
+	_Static_assert(sizeof(struct zpool_page_source) == (m), "zpool_page_source");
 #define EXPAND(x) EXPECT(x)
 
 #if defined(__i386__) && !defined(BVEC_ALIGN_DOUBLE)

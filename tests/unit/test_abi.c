@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include <libbvec/blkdev.h>
+#include <libbvec/zpool.h>
 
 #include "testutil.h"
 #include "../headers/abi_layout.h"
@@ -21,7 +22,7 @@ struct u64_in_struct {
 
 struct layout {
 	size_t bio_vec, bvec_iter, bio, bi_iter, bi_end_io, bi_max_vecs, bi_io_vec,
-		bi_pool, bio_set, bvec_allocator, queue_limits, features;
+		bi_pool, bio_set, bvec_allocator, queue_limits, features, page_source;
 };
 
 static const struct layout lp64 = { ABI_LP64 };
@@ -46,6 +47,7 @@ START_TEST(test_struct_layout)
 	ck_assert_uint_eq(sizeof(struct bvec_allocator), want->bvec_allocator);
 	ck_assert_uint_eq(sizeof(struct queue_limits), want->queue_limits);
 	ck_assert_uint_eq(offsetof(struct queue_limits, features), want->features);
+	ck_assert_uint_eq(sizeof(struct zpool_page_source), want->page_source);
 }
 END_TEST
 

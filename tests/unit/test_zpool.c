@@ -413,7 +413,6 @@ END_TEST
 /* A page source over an arena that fails every Nth allocation. */
 struct failing_source {
 	struct zpool_page_source arena_src;
-	struct zpool_arena arena;
 	long calls, fail_every, outstanding;
 };
 
@@ -444,7 +443,7 @@ START_TEST(test_page_source_failures)
 	unsigned char *mem = malloc(arena_bytes);
 	unsigned char page[PG], out[PG];
 	struct failing_source f;
-	struct zpool_page_source src = { failing_alloc, failing_free, NULL, &f, false };
+	struct zpool_page_source src = { .alloc = failing_alloc, .free = failing_free, .ctx = &f };
 	long every;
 
 	ck_assert_ptr_nonnull(mem);
@@ -456,7 +455,7 @@ START_TEST(test_page_source_failures)
 		unsigned int i, failures = 0;
 
 		memset(&f, 0, sizeof(f));
-		ck_assert_int_eq(zpool_arena_init(&f.arena, mem, arena_bytes, &f.arena_src), 0);
+		ck_assert_int_eq(zpool_arena_init(mem, arena_bytes, &f.arena_src), 0);
 		cfg.page_source = &src;
 		cfg.flags = ZPOOL_F_CHECKSUM;
 		while (!pool) { /* creation itself may fail, cleanly */
@@ -503,16 +502,23 @@ START_TEST(test_arena_source)
 	size_t bytes = 512 * PG + 123;
 	unsigned char *mem = malloc(bytes);
 	struct zpool_page_source src;
-	struct zpool_arena arena;
 	struct zpool_config cfg = ZPOOL_CONFIG_INIT;
+	unsigned char *p;
 	unsigned char page[PG], out[PG];
 	zpool_handle_t h[300];
 	struct zpool *pool;
 	unsigned int i, n = 0;
 
-	ck_assert_int_eq(zpool_arena_init(&arena, mem, 8 * PG, &src), -EINVAL);
-	ck_assert_int_eq(zpool_arena_init(&arena, mem + 1, bytes - 1, &src), 0);
-	ck_assert_uint_eq((uintptr_t)arena.base % PG, 0);
+	ck_assert_int_eq(zpool_arena_init(mem, 8 * PG, &src), -EINVAL);
+	ck_assert_int_eq(zpool_arena_init(NULL, bytes, &src), -EINVAL);
+	ck_assert_int_eq(zpool_arena_init(mem, 1, &src), -EINVAL);
+	ck_assert_int_eq(zpool_arena_init(mem + 1, bytes - 1, &src), 0);
+	/* Pages are aligned and inside the block, after the arena's state. */
+	p = src.alloc(src.ctx, PG);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq((uintptr_t)p % PG, 0);
+	ck_assert(p > mem + 1 && p + PG <= mem + bytes);
+	src.free(src.ctx, p, PG);
 	cfg.page_source = &src;
 	pool = zpool_create(&cfg);
 	ck_assert_ptr_nonnull(pool);

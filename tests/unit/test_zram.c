@@ -412,7 +412,7 @@ END_TEST
 START_TEST(test_create_refuses)
 {
 	struct zram_config cfg = ZRAM_CONFIG_INIT;
-	struct zpool_page_source bad = { NULL, NULL, NULL, NULL, false }, src;
+	struct zpool_page_source bad = { .alloc = NULL }, src;
 	struct fail_source f;
 	struct zram *z;
 	long k;
