@@ -564,6 +564,10 @@ void zram_destroy(struct zram *z)
 
 struct gendisk *zram_disk(struct zram *z)
 {
+	if (!z) {
+		errno = EINVAL;
+		return NULL;
+	}
 	return z->disk;
 }
 
@@ -571,6 +575,8 @@ int zram_reset(struct zram *z)
 {
 	int ret = 0;
 
+	if (!z)
+		return -EINVAL;
 	zpool__write_lock(z->lock);
 	/* Handles die with the pool; the table shrinks back to its root. */
 	subtree_free(z, z->root, z->depth);
@@ -628,6 +634,8 @@ void zram_io_stat_add(struct zram_io_stat *sum, const struct zram_io_stat *st)
 
 int zram_format_mm_stat(const struct zpool_stats *s, char *buf, size_t len)
 {
+	if (!s || (!buf && len))
+		return -EINVAL;
 	return snprintf(buf, len, "%8llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu\n",
 			(unsigned long long)s->orig_data_size,
 			(unsigned long long)s->compr_data_size,
@@ -642,6 +650,8 @@ int zram_format_mm_stat(const struct zpool_stats *s, char *buf, size_t len)
 
 int zram_format_io_stat(const struct zram_io_stat *s, char *buf, size_t len)
 {
+	if (!s || (!buf && len))
+		return -EINVAL;
 	return snprintf(buf, len, "%8llu %8llu %8llu %8llu\n",
 			(unsigned long long)s->failed_reads,
 			(unsigned long long)s->failed_writes,
@@ -653,6 +663,8 @@ size_t zram_compact(struct zram *z)
 {
 	size_t n;
 
+	if (!z)
+		return 0;
 	zpool__read_lock(z->lock);
 	n = zpool_compact(z->pool);
 	zpool__rw_unlock(z->lock);
@@ -661,6 +673,8 @@ size_t zram_compact(struct zram *z)
 
 void zram_set_mem_limit(struct zram *z, uint64_t bytes)
 {
+	if (!z)
+		return;
 	zpool__read_lock(z->lock);
 	atomic_store(&z->mem_limit, bytes);
 	apply_limit(z);
@@ -688,8 +702,11 @@ static void idle_mark_slot(struct zram *z, struct zram_slot *s, void *arg)
 
 uint64_t zram_idle_mark(struct zram *z, unsigned int min_age)
 {
-	struct idle_scan sc = { (uint32_t)(zpool__os_seconds() - z->epoch), min_age, 0 };
+	struct idle_scan sc = { 0, min_age, 0 };
 
+	if (!z)
+		return 0;
+	sc.now = (uint32_t)(zpool__os_seconds() - z->epoch);
 	zpool__read_lock(z->lock);
 	leaves_walk(z, z->root, z->depth, 0, idle_mark_slot, &sc);
 	zpool__rw_unlock(z->lock);
@@ -707,6 +724,8 @@ uint64_t zram_idle_pages(struct zram *z)
 {
 	uint64_t n = 0;
 
+	if (!z)
+		return 0;
 	zpool__read_lock(z->lock);
 	leaves_walk(z, z->root, z->depth, 0, idle_count_slot, &n);
 	zpool__rw_unlock(z->lock);

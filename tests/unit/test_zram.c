@@ -684,7 +684,7 @@ START_TEST(test_races)
 }
 END_TEST
 
-/* Two devices reported as one: the sums are field by field, and NULL is refused quietly. */
+/* Two devices reported as one: the sums are field by field; NULL follows one rule. */
 START_TEST(test_stats_sum)
 {
 	struct zram *a = new_zram(16 * PG, 0), *b = new_zram(16 * PG, 1 << 20);
@@ -724,6 +724,20 @@ START_TEST(test_stats_sum)
 	zram_mm_stat(NULL, &sa);
 	zram_io_stat(NULL, &ia);
 	ck_assert_uint_eq(sum.orig_data_size, 3 * PG);
+	/* The NULL rule of every zram_ and zpool_ function (doc/porting.md). */
+	errno = 0;
+	ck_assert_ptr_null(zram_disk(NULL));
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(zram_reset(NULL), -EINVAL);
+	ck_assert_uint_eq(zram_compact(NULL), 0);
+	ck_assert_uint_eq(zram_idle_mark(NULL, 0), 0);
+	ck_assert_uint_eq(zram_idle_pages(NULL), 0);
+	zram_set_mem_limit(NULL, 1);
+	ck_assert_int_eq(zram_format_mm_stat(NULL, line, sizeof(line)), -EINVAL);
+	ck_assert_int_eq(zram_format_io_stat(NULL, line, sizeof(line)), -EINVAL);
+	ck_assert_int_eq(zram_format_io_stat(&isum, NULL, 8), -EINVAL);
+	ck_assert_uint_eq(zpool_compact(NULL), 0);
+	ck_assert_int_eq(zpool_store(NULL, page, &(zpool_handle_t){ 0 }), -EINVAL);
 	zram_destroy(a);
 	zram_destroy(b);
 	free(page);
