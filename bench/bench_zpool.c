@@ -24,6 +24,8 @@
 
 #include <libbvec/zpool.h>
 
+#include "../tests/unit/rss.h"
+
 #define PS ((size_t)BVEC_PAGE_SIZE)
 
 static unsigned char *corpus;
@@ -233,22 +235,6 @@ static void malloc_baseline(struct raw *raw, uint64_t *payload, uint64_t *footpr
 	for (i = 0; i < npages; i++)
 		free(obj[i]);
 	free(obj);
-}
-
-/* Anonymous resident bytes of this process, or -1 where unknown. */
-static long long rss_anon(void)
-{
-	FILE *f = fopen("/proc/self/smaps_rollup", "r");
-	char line[256];
-	long long kb = -1;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Anonymous: %lld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb < 0 ? -1 : kb << 10;
 }
 
 /*

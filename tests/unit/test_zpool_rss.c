@@ -15,6 +15,8 @@
 
 #include <libbvec/zpool.h>
 
+#include "rss.h"
+
 #include "pages.h"
 
 #ifndef __has_feature
@@ -47,22 +49,6 @@
 static unsigned char *pages;
 static size_t npages;
 static const char *source = "no pages yet"; /* load_pages() names the source */
-
-/* Anonymous resident bytes; -1 if smaps_rollup cannot be read. */
-static int64_t rss_anon(void)
-{
-	FILE *f = fopen("/proc/self/smaps_rollup", "r");
-	char line[256];
-	long long kb = -1;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Anonymous: %lld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb < 0 ? -1 : (int64_t)kb << 10;
-}
 
 /* valgrind runs the program on its own loader: its preload is mapped. */
 static bool under_valgrind(void)
