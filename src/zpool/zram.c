@@ -6,62 +6,7 @@
  */
 #include <stdio.h>
 
-#include <libbvec/zram.h>
-
-#include "internal.h"
-
-#define ZRAM_LOCK (1u << 0)
-#define ZRAM_IDLE (1u << 1)
-
-/*
- * 12 bytes per page (the kernel's zram uses 16): libzpool handles fit in
- * 32 bits, and the access time is seconds since the device was created.
- * @handle and @ac_time change only under the slot's lock.
- */
-struct zram_slot {
-	uint32_t handle;
-	_Atomic(uint32_t) flags;
-	uint32_t ac_time;
-};
-
-/*
- * The slot table is a radix tree of pages: leaves hold slots, inner nodes
- * hold pointers, and only the root exists before the first write.  A thin
- * disk of a terabyte then costs one page of table instead of gigabytes, and
- * mem_used_total counts exactly the table pages that exist.  Nodes are added
- * with a compare-and-swap and removed only by reset or destroy, which
- * exclude I/O, so a lookup needs no lock.
- */
-#define SLOTS_PER_LEAF (ZP_PAGE_SIZE / sizeof(struct zram_slot))
-#define PTRS_PER_NODE (ZP_PAGE_SIZE / sizeof(void *))
-#define ZRAM_MAX_DEPTH 6
-
-typedef _Atomic(void *) zram_node_ptr;
-
-struct zram {
-	struct gendisk *disk;
-	struct zpool *pool;
-	struct zpool_config pool_cfg;
-	struct zpool_page_source src;	/* copied from the config; alloc NULL: heap */
-	void *root;			/* a leaf when depth is 0 */
-	unsigned int depth;		/* inner levels above the leaves */
-	uint64_t span[ZRAM_MAX_DEPTH];	/* slots under one child at each level */
-	uint64_t nr_pages;
-	uint64_t epoch;
-	/*
-	 * I/O and the control calls hold it shared; reset holds it exclusive,
-	 * as it swaps the pool and frees table nodes under everyone's feet.
-	 */
-	struct zpool__rwlock *lock;
-	/* Serialises recomputing the pool's limit from the two below. */
-	struct zpool__mutex *limit_lock;
-	atomic_uint_fast64_t mem_limit;	/* the caller's limit, table included */
-	atomic_uint_fast64_t table_pages;
-	atomic_uint_fast64_t failed_reads;
-	atomic_uint_fast64_t failed_writes;
-	atomic_uint_fast64_t invalid_io;
-	atomic_uint_fast64_t notify_free;
-};
+#include "zram_internal.h"
 
 /* Sub-page I/O needs a whole page to decompress into or to patch. */
 static _Thread_local unsigned char scratch[BVEC_PAGE_SIZE];
@@ -129,7 +74,7 @@ static void subtree_free(struct zram *z, void *node, unsigned int level)
  * false, or could not be allocated.  A new node's zeroes are published by the
  * release of the compare-and-swap; the loser of a race frees its node.
  */
-static struct zram_slot *slot_get(struct zram *z, uint64_t index, bool create)
+struct zram_slot *zram__slot_get(struct zram *z, uint64_t index, bool create)
 {
 	void *node = z->root;
 	unsigned int level;
@@ -161,16 +106,15 @@ static struct zram_slot *slot_get(struct zram *z, uint64_t index, bool create)
 	return &((struct zram_slot *)node)[index];
 }
 
-/* Call @fn on every slot of every existing leaf, with the slot's index. */
 static void leaves_walk(struct zram *z, void *node, unsigned int level, uint64_t base,
-			void (*fn)(struct zram *, struct zram_slot *, void *), void *arg)
+			zram__slot_fn fn, void *arg)
 {
 	zram_node_ptr *ptrs = node;
 	uint64_t i;
 
 	if (!level) {
 		for (i = 0; i < SLOTS_PER_LEAF && base + i < z->nr_pages; i++)
-			fn(z, &((struct zram_slot *)node)[i], arg);
+			fn(z, &((struct zram_slot *)node)[i], base + i, arg);
 		return;
 	}
 	for (i = 0; i < PTRS_PER_NODE; i++) {
@@ -181,26 +125,9 @@ static void leaves_walk(struct zram *z, void *node, unsigned int level, uint64_t
 	}
 }
 
-static void slot_lock(struct zram_slot *s)
+void zram__slots_walk(struct zram *z, zram__slot_fn fn, void *arg)
 {
-	unsigned int spins = 0;
-
-	while (atomic_fetch_or_explicit(&s->flags, ZRAM_LOCK, memory_order_acquire) &
-	       ZRAM_LOCK)
-		if (++spins % 64 == 0)
-			zpool__os_yield();
-}
-
-static void slot_unlock(struct zram_slot *s)
-{
-	atomic_fetch_and_explicit(&s->flags, ~ZRAM_LOCK, memory_order_release);
-}
-
-/* Called with the slot locked: a read or write clears the idle mark. */
-static void slot_touch(struct zram *z, struct zram_slot *s)
-{
-	s->ac_time = (uint32_t)(zpool__os_seconds() - z->epoch);
-	atomic_fetch_and_explicit(&s->flags, ~ZRAM_IDLE, memory_order_relaxed);
+	leaves_walk(z, z->root, z->depth, 0, fn, arg);
 }
 
 /*
@@ -218,7 +145,7 @@ static uint32_t slot_swap(struct zram *z, struct zram_slot *s, uint32_t handle)
 
 static int read_page(struct zram *z, uint64_t index, void *dst)
 {
-	struct zram_slot *s = slot_get(z, index, false);
+	struct zram_slot *s = zram__slot_get(z, index, false);
 	int ret = 0;
 
 	if (!s) {
@@ -254,7 +181,7 @@ static int store(struct zram *z, const void *page, uint32_t *handle)
 /* The slot a write needs; a table page that cannot be had fails the write. */
 static struct zram_slot *slot_for_write(struct zram *z, uint64_t index)
 {
-	struct zram_slot *s = slot_get(z, index, true);
+	struct zram_slot *s = zram__slot_get(z, index, true);
 
 	if (!s)
 		atomic_fetch_add(&z->failed_writes, 1);
@@ -298,7 +225,7 @@ static bool all_zero(const unsigned char *p, size_t len)
 static int write_partial(struct zram *z, uint64_t index, unsigned int off,
 			 const void *src, unsigned int len)
 {
-	struct zram_slot *s = src ? slot_for_write(z, index) : slot_get(z, index, false);
+	struct zram_slot *s = src ? slot_for_write(z, index) : zram__slot_get(z, index, false);
 	uint32_t h, old = 0;
 	int ret = 0;
 
@@ -379,7 +306,7 @@ static void zram_rw(struct zram *z, struct bio *bio)
 
 static void free_page(struct zram *z, uint64_t index)
 {
-	struct zram_slot *s = slot_get(z, index, false);
+	struct zram_slot *s = zram__slot_get(z, index, false);
 	uint32_t old;
 
 	if (!s)
@@ -687,11 +614,12 @@ struct idle_scan {
 	uint64_t n;
 };
 
-static void idle_mark_slot(struct zram *z, struct zram_slot *s, void *arg)
+static void idle_mark_slot(struct zram *z, struct zram_slot *s, uint64_t index, void *arg)
 {
 	struct idle_scan *sc = arg;
 
 	(void)z;
+	(void)index;
 	slot_lock(s);
 	if (s->handle && (!sc->min_age || sc->now - s->ac_time >= sc->min_age)) {
 		atomic_fetch_or(&s->flags, ZRAM_IDLE);
@@ -708,14 +636,15 @@ uint64_t zram_idle_mark(struct zram *z, unsigned int min_age)
 		return 0;
 	sc.now = (uint32_t)(zpool__os_seconds() - z->epoch);
 	zpool__read_lock(z->lock);
-	leaves_walk(z, z->root, z->depth, 0, idle_mark_slot, &sc);
+	zram__slots_walk(z, idle_mark_slot, &sc);
 	zpool__rw_unlock(z->lock);
 	return sc.n;
 }
 
-static void idle_count_slot(struct zram *z, struct zram_slot *s, void *arg)
+static void idle_count_slot(struct zram *z, struct zram_slot *s, uint64_t index, void *arg)
 {
 	(void)z;
+	(void)index;
 	*(uint64_t *)arg += (atomic_load_explicit(&s->flags, memory_order_relaxed) &
 			     ZRAM_IDLE) != 0;
 }
@@ -727,7 +656,7 @@ uint64_t zram_idle_pages(struct zram *z)
 	if (!z)
 		return 0;
 	zpool__read_lock(z->lock);
-	leaves_walk(z, z->root, z->depth, 0, idle_count_slot, &n);
+	zram__slots_walk(z, idle_count_slot, &n);
 	zpool__rw_unlock(z->lock);
 	return n;
 }

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The zram device's insides, shared by its parts: zram.c (I/O, statistics,
+ * control) and the tiers built on it.  Not installed.
+ */
+#ifndef ZPOOL_ZRAM_INTERNAL_H
+#define ZPOOL_ZRAM_INTERNAL_H
+
+#include <libbvec/zram.h>
+
+#include "internal.h"
+
+/*
+ * Slot flag bits.  Bits 0-1 are the lock and the idle mark; bits 2-7 belong
+ * to the writeback tier, bits 8-15 to recompression; the rest are free.
+ */
+#define ZRAM_LOCK (1u << 0)
+#define ZRAM_IDLE (1u << 1)
+
+/*
+ * 12 bytes per page (the kernel's zram uses 16): libzpool handles fit in
+ * 32 bits, and the access time is seconds since the device was created.
+ * @handle and @ac_time change only under the slot's lock.
+ */
+struct zram_slot {
+	uint32_t handle;
+	_Atomic(uint32_t) flags;
+	uint32_t ac_time;
+};
+
+/*
+ * The slot table is a radix tree of pages: leaves hold slots, inner nodes
+ * hold pointers, and only the root exists before the first write.  A thin
+ * disk of a terabyte then costs one page of table instead of gigabytes, and
+ * mem_used_total counts exactly the table pages that exist.  Nodes are added
+ * with a compare-and-swap and removed only by reset or destroy, which
+ * exclude I/O, so a lookup needs no lock.
+ */
+#define SLOTS_PER_LEAF (ZP_PAGE_SIZE / sizeof(struct zram_slot))
+#define PTRS_PER_NODE (ZP_PAGE_SIZE / sizeof(void *))
+#define ZRAM_MAX_DEPTH 6
+
+typedef _Atomic(void *) zram_node_ptr;
+
+struct zram {
+	struct gendisk *disk;
+	struct zpool *pool;
+	struct zpool_config pool_cfg;
+	struct zpool_page_source src;	/* copied from the config; alloc NULL: heap */
+	void *root;			/* a leaf when depth is 0 */
+	unsigned int depth;		/* inner levels above the leaves */
+	uint64_t span[ZRAM_MAX_DEPTH];	/* slots under one child at each level */
+	uint64_t nr_pages;
+	uint64_t epoch;
+	/*
+	 * I/O and the control calls hold it shared; reset holds it exclusive,
+	 * as it swaps the pool and frees table nodes under everyone's feet.
+	 */
+	struct zpool__rwlock *lock;
+	/* Serialises recomputing the pool's limit from the two below. */
+	struct zpool__mutex *limit_lock;
+	atomic_uint_fast64_t mem_limit;	/* the caller's limit, table included */
+	atomic_uint_fast64_t table_pages;
+	atomic_uint_fast64_t failed_reads;
+	atomic_uint_fast64_t failed_writes;
+	atomic_uint_fast64_t invalid_io;
+	atomic_uint_fast64_t notify_free;
+};
+
+/* The slot of page @index; NULL if it has no leaf and @create is false. */
+struct zram_slot *zram__slot_get(struct zram *z, uint64_t index, bool create);
+
+/*
+ * Call @fn on every slot of every existing leaf, with the slot's page index.
+ * Slots of pages never written under an existing leaf are visited too (their
+ * handle is 0).  The caller holds z->lock, shared or exclusive.
+ */
+typedef void (*zram__slot_fn)(struct zram *z, struct zram_slot *s, uint64_t index, void *arg);
+void zram__slots_walk(struct zram *z, zram__slot_fn fn, void *arg);
+
+static inline void slot_lock(struct zram_slot *s)
+{
+	unsigned int spins = 0;
+
+	while (atomic_fetch_or_explicit(&s->flags, ZRAM_LOCK, memory_order_acquire) &
+	       ZRAM_LOCK)
+		if (++spins % 64 == 0)
+			zpool__os_yield();
+}
+
+static inline void slot_unlock(struct zram_slot *s)
+{
+	atomic_fetch_and_explicit(&s->flags, ~ZRAM_LOCK, memory_order_release);
+}
+
+/* Called with the slot locked: a read or write clears the idle mark. */
+static inline void slot_touch(struct zram *z, struct zram_slot *s)
+{
+	s->ac_time = (uint32_t)(zpool__os_seconds() - z->epoch);
+	atomic_fetch_and_explicit(&s->flags, ~ZRAM_IDLE, memory_order_relaxed);
+}
+
+#endif
