@@ -34,6 +34,7 @@ refused "bad mem_limit: lots" -o disksize=64M,mem_limit=lots "$MNT"
 # Overflow: each of these used to wrap to a small value and mount.
 refused "disksize too large: 16777217T" -o disksize=16777217T "$MNT"
 refused "disksize too large: 18446744073709551617" -o disksize=18446744073709551617 "$MNT"
+refused "bad disksize: 18446744073709551617Q" -o disksize=18446744073709551617Q "$MNT"
 refused "mem_limit too large: 16777216T" -o disksize=64M,mem_limit=16777216T "$MNT"
 refused "stripes must be 1 to 16: 4294967297" -o disksize=64M,stripes=4294967297 "$MNT"
 # Limits of the devices, named instead of "bad algorithm" and the like:

@@ -39,6 +39,8 @@
 #include <libbvec/stripe.h>
 #include <libbvec/zram.h>
 
+#include "parse.h"
+
 #define MAX_STRIPES 16
 
 #define SECTOR BVEC_SECTOR_SIZE
@@ -114,46 +116,10 @@ static enum file lookup(const char *path)
 	return F_NONE;
 }
 
-/*
- * The one parser for every number zblk reads, from options and control
- * files alike, so that none of them can wrap: decimal digits, then with
- * @suffix one of K, M, G, T (binary).  -EINVAL when malformed, -ERANGE when
- * the value exceeds @max; strtoull() is not used because it accepts signs
- * and spaces and saturates silently.
- */
-static int parse_number(const char *s, bool suffix, uint64_t max, uint64_t *out)
-{
-	uint64_t v = 0;
-	unsigned int shift = 0;
-
-	if (!s || *s < '0' || *s > '9')
-		return -EINVAL;
-	for (; *s >= '0' && *s <= '9'; s++) {
-		unsigned int d = (unsigned int)(*s - '0');
-
-		if (v > (UINT64_MAX - d) / 10)
-			return -ERANGE;
-		v = v * 10 + d;
-	}
-	if (suffix && *s) {
-		const char *units = "kmgt", *u = strchr(units, *s | 0x20);
-
-		if (!u || !*u)
-			return -EINVAL;
-		shift = 10 * (unsigned int)(u - units + 1);
-		s++;
-	}
-	if (*s)
-		return -EINVAL;
-	if (v > max >> shift)
-		return -ERANGE;
-	*out = v << shift;
-	return 0;
-}
-
+/* Sizes are file offsets, so no option or control file may exceed off_t. */
 static int parse_size(const char *s, uint64_t *out)
 {
-	return parse_number(s, true, MAX_SIZE, out);
+	return zblk_parse_number(s, true, MAX_SIZE, out);
 }
 
 /* The stat files, as zram prints them; a stripe sums its children. */
@@ -353,7 +319,7 @@ static int zblk_write(const char *path, const char *buf, size_t size, off_t off,
 	case F_IDLE:
 		if (!strcmp(text, "all"))
 			v = 0;
-		else if (parse_number(text, false, UINT32_MAX, &v) || !v)
+		else if (zblk_parse_number(text, false, UINT32_MAX, &v) || !v)
 			return -EINVAL;
 		for (k = 0; k < zb.n; k++)
 			zram_idle_mark(zb.zram[k], (unsigned int)v);
@@ -627,7 +593,7 @@ static int check_options(void)
 	if (zb.mem_limit_s && (err = parse_size(zb.mem_limit_s, &v)))
 		return bad_value(err, "mem_limit", zb.mem_limit_s);
 	v = 1;
-	if (zb.stripes_s && parse_number(zb.stripes_s, false, MAX_STRIPES, &v))
+	if (zb.stripes_s && zblk_parse_number(zb.stripes_s, false, MAX_STRIPES, &v))
 		v = 0;
 	if (v < 1 || v > MAX_STRIPES)
 		return usage_error("stripes must be 1 to 16", zb.stripes_s);
