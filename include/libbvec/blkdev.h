@@ -552,6 +552,59 @@ BVEC_API int bvec_bio_iovec_count(const struct bio *bio, struct bvec_iter iter);
  * Return: the disk, or NULL with errno EINVAL (bad @fd or limits) or ENOMEM.
  */
 BVEC_API struct gendisk *bvec_file_disk_create(int fd, const struct queue_limits *lim);
+
+/**
+ * bvec_uring_disk_create() - a disk over a file that completes bios asynchronously
+ * @fd: a file or block device open for reading and writing (O_DIRECT
+ *	allowed: then buffers, positions and sizes must meet its alignment, so
+ *	pass limits with that logical_block_size); the disk does not close it
+ * @lim: limits, or NULL for a device that takes bios of any shape;
+ *	max_segments is lowered to 1024 so that one SQE carries each bio
+ *	(bio_split_to_limits() splits and chains larger ones)
+ * @queue_depth: most bios in flight at once, 1 to 4096; 0 for 64
+ *
+ * The disk owns an io_uring of @queue_depth entries and one completion
+ * thread.  submit_bio() returns once the bio is queued; when all
+ * @queue_depth slots are busy it waits for one rather than failing.  Each
+ * bio's bi_end_io runs later on the completion thread (never inside
+ * submit_bio()), which may submit more bios from there; those never wait
+ * (they queue in the disk when it is full).  submit_bio() is safe from any
+ * number of threads at once (one lock guards the submission ring); do not
+ * call submit_bio_wait() from a bi_end_io of this disk, since the
+ * completion thread is the one it would wait for.  The bio's own bi_iter
+ * is left as submitted.
+ *
+ * READ and WRITE become readv/writev SQEs over the bio's own memory (no
+ * copy; registered buffers are not used).  A short transfer advances the
+ * driver's copy of the bio's iterator and resubmits the rest; a read that
+ * meets the end of the file returns zeroes for the rest (as the loop driver
+ * reads a short file), a write that transfers nothing fails.  -EAGAIN is
+ * retried.  REQ_PREFLUSH becomes an fdatasync SQE issued before the data,
+ * so it covers every write that completed before the bio was submitted
+ * (Linux's ordering: writes still in flight are not covered); REQ_FUA on a
+ * write becomes RWF_DSYNC, and on anything else an fdatasync after it.
+ * DISCARD and SECURE_ERASE punch a hole, WRITE_ZEROES zeroes the range
+ * (punching a hole where zeroing is not supported), both keeping the size.
+ * Errors complete the bio with errno_to_blk_status() of the errno (EIO,
+ * EBADF... BLK_STS_IOERR; ENOSPC BLK_STS_NOSPC; EOPNOTSUPP
+ * BLK_STS_NOTSUPP; EINVAL BLK_STS_INVAL).  The capacity is the file's size
+ * (a block device's size) at creation, in whole sectors.
+ *
+ * put_disk() first waits for every bio in flight to complete.  Called from
+ * a bi_end_io of this disk, it cannot wait: the completion thread then
+ * frees the disk once what is in flight has completed, and nothing else
+ * may be in flight then, as for any disk.
+ *
+ * Declared in every build; <libbvec/config.h> defines BVEC_HAVE_URING when
+ * it is built.  Without it (no liburing at build time) this fails with
+ * ENOSYS, and so it does where the kernel has no io_uring.
+ *
+ * Return: the disk, or NULL with errno EINVAL (bad @fd, @queue_depth or
+ * limits), ENOMEM, ENOSYS (no io_uring) or another errno of io_uring_setup()
+ * (EPERM where io_uring is disabled, EMFILE).
+ */
+BVEC_API struct gendisk *bvec_uring_disk_create(int fd, const struct queue_limits *lim,
+						unsigned int queue_depth);
 #endif /* BVEC_FREESTANDING */
 
 #ifdef __cplusplus

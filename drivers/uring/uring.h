@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT */
+/* Internal interface of the io_uring disk, for its unit tests. */
+#ifndef BVEC_URING_H
+#define BVEC_URING_H
+
+#include <libbvec/blkdev.h>
+
+/*
+ * Cap every read and write SQE of @disk (a disk from bvec_uring_disk_create())
+ * at @bytes (0: no cap), so the tests see short transfers at will and check
+ * that the rest is resubmitted.  Call before the first bio.
+ */
+void bvec__uring_disk_set_max_io(struct gendisk *disk, unsigned int bytes);
+
+#endif

@@ -1,0 +1,515 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A disk over a file descriptor that completes bios asynchronously through
+ * io_uring.  submit_bio() prepares SQEs and returns; one completion thread
+ * per disk reaps CQEs, finishes short transfers by advancing its copy of the
+ * bio's iterator and resubmitting the rest, and runs bi_end_io.
+ *
+ * Each bio in flight holds one of queue_depth slots and at most one SQE, so
+ * the completion ring (twice the submission ring) can never overflow and no
+ * CQE is ever lost.  The SQ side of the ring is shared by every submitting
+ * thread under one lock; the CQ side belongs to the completion thread alone,
+ * which is what lets liburing be used without further locking.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <liburing.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <linux/fs.h>
+#endif
+
+#include "bvec/internal.h"
+#include "uring.h"
+
+/* UIO_MAXIOV: the kernel refuses a readv/writev with more entries. */
+#define URING_MAX_IOV 1024
+#define URING_INLINE_IOV 8
+#define URING_DEFAULT_DEPTH 64
+#define URING_MAX_DEPTH 4096
+
+enum slot_phase { PH_PREFLUSH, PH_DATA, PH_POSTFLUSH, PH_DONE };
+
+struct uring_slot {
+	struct bio *bio;
+	/* What is left of the bio's data; the bio's own bi_iter stays as
+	 * submitted, so a caller may read it in bi_end_io. */
+	struct bvec_iter iter;
+	/* The file offset of iter: a short transfer need not end on a sector,
+	 * and iter.bi_sector counts whole sectors only. */
+	uint64_t pos;
+	struct uring_slot *next_free;
+	struct iovec *iov;
+	int iov_cap;
+	unsigned char phase;
+	bool punch;
+	blk_status_t status;
+	struct iovec inline_iov[URING_INLINE_IOV];
+};
+
+struct uring_disk {
+	struct io_uring ring;
+	int fd;
+	unsigned int depth;
+	unsigned int max_io;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct uring_slot *free;
+	/* Bios submitted on the completion thread while every slot was busy:
+	 * that thread cannot wait for a slot, since it is what frees them. */
+	struct bio_list backlog;
+	/* Bios the disk holds: in a slot, in the backlog or in bi_end_io. */
+	unsigned long nr_bios;
+	/* The completion thread prepared SQEs it has not submitted yet. */
+	bool deferred;
+	bool stop;
+	/* put_disk() ran on the completion thread, which then frees the disk. */
+	bool orphan;
+	pthread_t thread;
+	struct uring_slot slots[];
+};
+
+/* The disk whose completion thread this is, if any. */
+static _Thread_local struct uring_disk *completing;
+
+/* Submit what is prepared.  Only transient failures can occur here, since
+ * SQEs are never more than the ring holds; those are retried. */
+static void ring_submit(struct uring_disk *ud)
+{
+	int ret;
+
+	while ((ret = io_uring_submit(&ud->ring)) < 0 &&
+	       (ret == -EINTR || ret == -EAGAIN || ret == -EBUSY))
+		sched_yield();
+}
+
+/* Lay out up to URING_MAX_IOV iovecs of what is left; a rest that does not
+ * fit is sent later, exactly like the rest of a short transfer. */
+static int fill_iov(struct uring_disk *ud, struct uring_slot *slot)
+{
+	struct bvec_iter it = slot->iter;
+	int n = 0;
+
+	for (;;) {
+		n += bvec__bio_iovec_batch(slot->bio, &it, slot->iov + n, slot->iov_cap - n);
+		if (!it.bi_size || slot->iov_cap >= URING_MAX_IOV)
+			break;
+		int cap = BVEC_MIN(slot->iov_cap * 8, URING_MAX_IOV);
+		struct iovec *iov = malloc((size_t)cap * sizeof(*iov));
+
+		if (!iov)
+			break;
+		memcpy(iov, slot->iov, (size_t)n * sizeof(*iov));
+		if (slot->iov != slot->inline_iov)
+			free(slot->iov);
+		slot->iov = iov;
+		slot->iov_cap = cap;
+	}
+	if (ud->max_io) {
+		size_t left = ud->max_io;
+		int i;
+
+		for (i = 0; i < n && left; i++) {
+			if (slot->iov[i].iov_len > left)
+				slot->iov[i].iov_len = left;
+			left -= slot->iov[i].iov_len;
+		}
+		n = i;
+	}
+	return n;
+}
+
+static bool needs_postflush(const struct bio *bio)
+{
+	/* A write carries FUA itself as RWF_DSYNC; everything else needs a sync. */
+	return (bio->bi_opf & REQ_FUA) &&
+	       (bio_op(bio) != REQ_OP_WRITE || !bio->bi_iter.bi_size);
+}
+
+/*
+ * Prepare the SQE of the slot's current step, moving past steps with
+ * nothing to do.  Returns false when the bio is finished.  Lock held.
+ */
+static bool issue(struct uring_disk *ud, struct uring_slot *slot)
+{
+	struct bio *bio = slot->bio;
+	struct io_uring_sqe *sqe;
+	off_t off;
+	int mode;
+
+	for (;;) {
+		switch (slot->phase) {
+		case PH_PREFLUSH:
+			if (bio->bi_opf & REQ_PREFLUSH)
+				goto fsync;
+			slot->phase = PH_DATA;
+			continue;
+		case PH_DATA:
+			if (slot->iter.bi_size)
+				break;
+			slot->phase = PH_POSTFLUSH;
+			continue;
+		case PH_POSTFLUSH:
+			if (needs_postflush(bio))
+				goto fsync;
+			slot->phase = PH_DONE;
+			continue;
+		default:
+			return false;
+		}
+		break;
+	}
+	/* Never NULL: each slot has at most one SQE and slots <= ring entries. */
+	sqe = io_uring_get_sqe(&ud->ring);
+	off = (off_t)slot->pos;
+	switch (bio_op(bio)) {
+	case REQ_OP_READ:
+		io_uring_prep_readv(sqe, ud->fd, slot->iov, (unsigned int)fill_iov(ud, slot), (__u64)off);
+		break;
+	case REQ_OP_WRITE:
+		io_uring_prep_writev2(sqe, ud->fd, slot->iov, (unsigned int)fill_iov(ud, slot),
+				      (__u64)off, (bio->bi_opf & REQ_FUA) ? RWF_DSYNC : 0);
+		break;
+	case REQ_OP_WRITE_ZEROES:
+		mode = slot->punch ? FALLOC_FL_PUNCH_HOLE : FALLOC_FL_ZERO_RANGE;
+		io_uring_prep_fallocate(sqe, ud->fd, mode | FALLOC_FL_KEEP_SIZE, off,
+					(off_t)slot->iter.bi_size);
+		break;
+	default: /* DISCARD, SECURE_ERASE: submit_bio() lets nothing else through */
+		io_uring_prep_fallocate(sqe, ud->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+					off, (off_t)slot->iter.bi_size);
+		break;
+	}
+	io_uring_sqe_set_data(sqe, slot);
+	return true;
+fsync:
+	sqe = io_uring_get_sqe(&ud->ring);
+	io_uring_prep_fsync(sqe, ud->fd, IORING_FSYNC_DATASYNC);
+	io_uring_sqe_set_data(sqe, slot);
+	return true;
+}
+
+/* A read that meets the end of a shorter file: zeroes, as a loop device
+ * over a sparse or short file reads them. */
+static void zero_rest(struct uring_slot *slot)
+{
+	struct iovec iov[16];
+	int i, n;
+
+	while ((n = bvec__bio_iovec_batch(slot->bio, &slot->iter, iov, 16)) > 0)
+		for (i = 0; i < n; i++)
+			memset(iov[i].iov_base, 0, iov[i].iov_len);
+}
+
+/*
+ * Account one CQE of a slot and prepare its next SQE.  Returns false when
+ * the bio is finished (slot->status says how).  Lock held.
+ */
+static bool cqe_done(struct uring_disk *ud, struct uring_slot *slot, int res)
+{
+	struct bio *bio = slot->bio;
+
+	if (res == -EAGAIN || res == -EINTR)
+		return issue(ud, slot);
+	if (res < 0 && slot->phase == PH_DATA && bio_op(bio) == REQ_OP_WRITE_ZEROES &&
+	    !slot->punch && (res == -EOPNOTSUPP || res == -EINVAL)) {
+		slot->punch = true;
+		return issue(ud, slot);
+	}
+	if (res < 0) {
+		slot->status = errno_to_blk_status(res);
+		return false;
+	}
+	switch (slot->phase) {
+	case PH_DATA:
+		if (bio_op(bio) != REQ_OP_READ && bio_op(bio) != REQ_OP_WRITE) {
+			slot->iter.bi_size = 0;
+		} else if (res > 0) {
+			bio_advance_iter(bio, &slot->iter, (unsigned int)res);
+			slot->pos += (unsigned int)res;
+		} else if (bio_op(bio) == REQ_OP_READ) {
+			zero_rest(slot);
+		} else {
+			/* A write that moves nothing would loop for ever. */
+			slot->status = BLK_STS_IOERR;
+			return false;
+		}
+		break;
+	default:
+		slot->phase++;
+		break;
+	}
+	return issue(ud, slot);
+}
+
+/* Give @bio a slot and prepare its first SQE, or finish it now.  Lock held. */
+static void start(struct uring_disk *ud, struct bio *bio, struct bio_list *done)
+{
+	struct uring_slot *slot = ud->free;
+
+	ud->free = slot->next_free;
+	slot->bio = bio;
+	slot->iter = bio->bi_iter;
+	slot->pos = (uint64_t)bio->bi_iter.bi_sector << BVEC_SECTOR_SHIFT;
+	slot->phase = PH_PREFLUSH;
+	slot->punch = false;
+	slot->status = BLK_STS_OK;
+	if (!issue(ud, slot)) {
+		slot->next_free = ud->free;
+		ud->free = slot;
+		bio_list_add(done, bio);
+	}
+}
+
+/* Complete @done outside the lock: bi_end_io may submit again. */
+static void end_all(struct uring_disk *ud, struct bio_list *done)
+{
+	unsigned long n = 0;
+	struct bio *bio;
+
+	while ((bio = bio_list_pop(done))) {
+		bio_endio(bio);
+		n++;
+	}
+	if (n) {
+		pthread_mutex_lock(&ud->lock);
+		ud->nr_bios -= n;
+		pthread_cond_broadcast(&ud->cond);
+		pthread_mutex_unlock(&ud->lock);
+	}
+}
+
+static void destroy(struct uring_disk *ud)
+{
+	unsigned int i;
+
+	io_uring_queue_exit(&ud->ring);
+	pthread_cond_destroy(&ud->cond);
+	pthread_mutex_destroy(&ud->lock);
+	for (i = 0; i < ud->depth; i++)
+		if (ud->slots[i].iov != ud->slots[i].inline_iov)
+			free(ud->slots[i].iov);
+	free(ud);
+}
+
+static void *completion_thread(void *arg)
+{
+	struct uring_disk *ud = arg;
+	struct io_uring_cqe *cqe;
+	struct bio_list done;
+	unsigned int head, seen;
+	struct bio *bio;
+	int ret;
+
+	completing = ud;
+	bio_list_init(&done);
+	for (;;) {
+		pthread_mutex_lock(&ud->lock);
+		if (ud->stop && !ud->nr_bios) {
+			pthread_mutex_unlock(&ud->lock);
+			if (ud->orphan)
+				destroy(ud);
+			return NULL;
+		}
+		if (ud->deferred) {
+			ud->deferred = false;
+			ring_submit(ud);
+		}
+		pthread_mutex_unlock(&ud->lock);
+
+		ret = io_uring_wait_cqe(&ud->ring, &cqe);
+		if (ret < 0)
+			continue; /* EINTR, or a spurious wake-up */
+		pthread_mutex_lock(&ud->lock);
+		seen = 0;
+		io_uring_for_each_cqe(&ud->ring, head, cqe) {
+			struct uring_slot *slot = io_uring_cqe_get_data(cqe);
+
+			seen++;
+			if (!slot) /* put_disk()'s wake-up */
+				continue;
+			if (cqe_done(ud, slot, cqe->res)) {
+				ud->deferred = true;
+				continue;
+			}
+			slot->bio->bi_status = slot->status;
+			bio_list_add(&done, slot->bio);
+			slot->next_free = ud->free;
+			ud->free = slot;
+		}
+		io_uring_cq_advance(&ud->ring, seen);
+		pthread_cond_broadcast(&ud->cond);
+		pthread_mutex_unlock(&ud->lock);
+		end_all(ud, &done);
+
+		/* Slots freed above go to the backlog first, in order. */
+		pthread_mutex_lock(&ud->lock);
+		while (ud->free && (bio = bio_list_pop(&ud->backlog))) {
+			start(ud, bio, &done);
+			ud->deferred = true;
+		}
+		pthread_mutex_unlock(&ud->lock);
+		end_all(ud, &done);
+	}
+}
+
+static void uring_submit_bio(struct bio *bio)
+{
+	struct uring_disk *ud = bio->bi_bdev->bd_disk->private_data;
+	struct bio_list done;
+
+	bio = bio_split_to_limits(bio);
+	if (!bio)
+		return;
+	bio_list_init(&done);
+	pthread_mutex_lock(&ud->lock);
+	ud->nr_bios++;
+	if (completing == ud) {
+		if (!ud->free || !bio_list_empty(&ud->backlog)) {
+			bio_list_add(&ud->backlog, bio);
+		} else {
+			start(ud, bio, &done);
+			ud->deferred = true;
+		}
+	} else {
+		while (!ud->free)
+			pthread_cond_wait(&ud->cond, &ud->lock);
+		start(ud, bio, &done);
+		ring_submit(ud);
+	}
+	pthread_mutex_unlock(&ud->lock);
+	end_all(ud, &done);
+}
+
+static void uring_free_disk(struct gendisk *disk)
+{
+	struct uring_disk *ud = disk->private_data;
+	struct io_uring_sqe *sqe;
+
+	pthread_mutex_lock(&ud->lock);
+	if (completing == ud) {
+		/* Waiting here would wait for this very bi_end_io. */
+		ud->stop = ud->orphan = true;
+		pthread_mutex_unlock(&ud->lock);
+		pthread_detach(ud->thread);
+		return;
+	}
+	while (ud->nr_bios)
+		pthread_cond_wait(&ud->cond, &ud->lock);
+	ud->stop = true;
+	sqe = io_uring_get_sqe(&ud->ring);
+	io_uring_prep_nop(sqe);
+	io_uring_sqe_set_data(sqe, NULL);
+	ring_submit(ud);
+	pthread_mutex_unlock(&ud->lock);
+	pthread_join(ud->thread, NULL);
+	destroy(ud);
+}
+
+static const struct block_device_operations uring_fops = {
+	.submit_bio = uring_submit_bio,
+	.free_disk = uring_free_disk,
+};
+
+static sector_t fd_sectors(int fd, const struct stat *st)
+{
+#ifdef BLKGETSIZE64
+	uint64_t bytes;
+
+	if (S_ISBLK(st->st_mode) && !ioctl(fd, BLKGETSIZE64, &bytes))
+		return (sector_t)(bytes >> BVEC_SECTOR_SHIFT);
+#else
+	(void)fd;
+#endif
+	return (sector_t)st->st_size >> BVEC_SECTOR_SHIFT;
+}
+
+struct gendisk *bvec_uring_disk_create(int fd, const struct queue_limits *lim,
+				       unsigned int queue_depth)
+{
+	struct uring_disk *ud;
+	struct gendisk *disk;
+	struct queue_limits l;
+	struct stat st;
+	unsigned int i;
+	int ret;
+
+	if (fd < 0 || fstat(fd, &st) || queue_depth > URING_MAX_DEPTH) {
+		bvec__set_errno(EINVAL);
+		return NULL;
+	}
+	if (!queue_depth)
+		queue_depth = URING_DEFAULT_DEPTH;
+	if (lim)
+		l = *lim;
+	else
+		blk_set_stacking_limits(&l);
+	/* The page cache (or the device's) is a volatile write cache. */
+	l.features |= BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA;
+	/* bio_split_to_limits() then cuts bios so one SQE carries each. */
+	if (l.max_segments > URING_MAX_IOV)
+		l.max_segments = URING_MAX_IOV;
+	disk = blk_alloc_disk(&l, -1);
+	if (!disk)
+		return NULL;
+	ud = calloc(1, sizeof(*ud) + queue_depth * sizeof(ud->slots[0]));
+	if (!ud) {
+		put_disk(disk);
+		bvec__set_errno(ENOMEM);
+		return NULL;
+	}
+	ud->fd = fd;
+	ud->depth = queue_depth;
+	bio_list_init(&ud->backlog);
+	for (i = 0; i < queue_depth; i++) {
+		ud->slots[i].iov = ud->slots[i].inline_iov;
+		ud->slots[i].iov_cap = URING_INLINE_IOV;
+		ud->slots[i].next_free = i + 1 < queue_depth ? &ud->slots[i + 1] : NULL;
+	}
+	ud->free = &ud->slots[0];
+	/* A CQ twice the SQ (liburing's default) leaves room for put_disk()'s
+	 * wake-up on top of a full set of slots. */
+	ret = io_uring_queue_init(queue_depth, &ud->ring, 0);
+	if (ret < 0)
+		goto fail;
+	ret = -pthread_mutex_init(&ud->lock, NULL);
+	if (ret)
+		goto fail_ring;
+	ret = -pthread_cond_init(&ud->cond, NULL);
+	if (ret)
+		goto fail_lock;
+	ret = -pthread_create(&ud->thread, NULL, completion_thread, ud);
+	if (ret)
+		goto fail_cond;
+	disk->fops = &uring_fops;
+	disk->private_data = ud;
+	strncpy(disk->disk_name, "uring", sizeof(disk->disk_name) - 1);
+	set_capacity(disk, fd_sectors(fd, &st));
+	return disk;
+
+fail_cond:
+	pthread_cond_destroy(&ud->cond);
+fail_lock:
+	pthread_mutex_destroy(&ud->lock);
+fail_ring:
+	io_uring_queue_exit(&ud->ring);
+fail:
+	free(ud);
+	put_disk(disk);
+	bvec__set_errno(-ret);
+	return NULL;
+}
+
+void bvec__uring_disk_set_max_io(struct gendisk *disk, unsigned int bytes)
+{
+	struct uring_disk *ud = disk->private_data;
+
+	pthread_mutex_lock(&ud->lock);
+	ud->max_io = bytes;
+	pthread_mutex_unlock(&ud->lock);
+}
