@@ -227,6 +227,167 @@ BVEC_API uint64_t zram_idle_mark(struct zram *zram, unsigned int min_age);
  */
 BVEC_API uint64_t zram_idle_pages(struct zram *zram);
 
+/*
+ * Recompression and algorithm parameters (zram_recompress.c).
+ */
+
+/**
+ * DOC: recompression - secondary algorithms, levels and dictionaries
+ *
+ * As Linux's CONFIG_ZRAM_MULTI_COMP: up to three secondary algorithms, at
+ * priorities 1 to 3 (the primary, the pool's compressor, is priority 0),
+ * rewrite stored pages smaller on request (zram_recompress()).  Each
+ * priority has a level and may have a dictionary (zram_set_algorithm_params(),
+ * zram_train_dict()).  Every stored object records which algorithm and
+ * dictionary wrote it (one byte in front of the object when it is not the
+ * plain primary), so a page always reads back: after recompression, after
+ * its priority got another algorithm or dictionary, after writeback.  A
+ * dictionary lives while a priority uses it or an object was written with
+ * it, and is freed when neither is left; at most 255 algorithm settings
+ * (with their dictionaries) are alive at once.  New writes use priority 0's
+ * settings.  Dictionaries and compression contexts are heap memory, outside
+ * mem_used_total.  zram_reset() forgets every setting, as Linux's reset.
+ */
+
+/**
+ * ZRAM_MAX_RECOMP_PRIO - the highest recompression priority
+ */
+#define ZRAM_MAX_RECOMP_PRIO 3
+
+/**
+ * enum zram_recomp_type - which pages zram_recompress() considers
+ * @ZRAM_RECOMP_ALL: every stored page (Linux's recompress without type=)
+ * @ZRAM_RECOMP_IDLE: pages marked idle (zram_idle_mark())
+ * @ZRAM_RECOMP_HUGE: pages stored uncompressed
+ * @ZRAM_RECOMP_HUGE_IDLE: pages both huge and idle
+ */
+enum zram_recomp_type {
+	ZRAM_RECOMP_ALL = 0,
+	ZRAM_RECOMP_IDLE = 1,
+	ZRAM_RECOMP_HUGE = 2,
+	ZRAM_RECOMP_HUGE_IDLE = 3,
+};
+
+/**
+ * struct zram_recompress_params - what zram_recompress() does
+ * @size: sizeof(struct zram_recompress_params)
+ * @type: the pages considered
+ * @threshold: only pages whose object is at least this many bytes (a huge
+ *	page counts BVEC_PAGE_SIZE); 0 for all
+ * @max_pages: try at most this many pages, shrunk or not; 0 for no limit
+ * @algo: only the algorithm of this name (the lowest priority having it);
+ *	NULL for all
+ * @priority: only this priority (1..3); 0 for all
+ */
+struct zram_recompress_params {
+	size_t size;
+	enum zram_recomp_type type;
+	uint64_t threshold;
+	uint64_t max_pages;
+	const char *algo;
+	unsigned int priority;
+};
+
+/**
+ * ZRAM_RECOMPRESS_PARAMS_INIT - every page, every secondary algorithm
+ */
+#define ZRAM_RECOMPRESS_PARAMS_INIT \
+	{ sizeof(struct zram_recompress_params), ZRAM_RECOMP_ALL, 0, 0, NULL, 0 }
+
+/**
+ * zram_set_recomp_algorithm() - set a secondary algorithm, as recomp_algorithm
+ * @zram: the device
+ * @name: "lz4", "lz4hc" or "zstd" (where built)
+ * @priority: 1..3
+ *
+ * Any time, unlike Linux (before disksize only): pages already recompressed
+ * with the algorithm replaced keep reading back with it.  The priority's
+ * level becomes the algorithm's default, with no dictionary.
+ *
+ * Return: 0; -EINVAL for a NULL argument, an unknown @name or a @priority
+ * out of range; -ENOMEM; -EBUSY if 255 settings are alive; -ENODEV after a
+ * failed zram_reset().
+ */
+BVEC_API int zram_set_recomp_algorithm(struct zram *zram, const char *name,
+				       unsigned int priority);
+
+/**
+ * zram_get_algorithm() - the algorithm and level of a priority
+ * @zram: the device
+ * @priority: 0 (the primary) to 3
+ * @name: receives the algorithm's name (a static string), or NULL
+ * @level: receives its level, or NULL
+ *
+ * Return: 0; -ENOENT if no algorithm is set at @priority; -EINVAL for a
+ * NULL @zram or a @priority out of range; -ENODEV after a failed reset.
+ */
+BVEC_API int zram_get_algorithm(struct zram *zram, unsigned int priority, const char **name,
+				int *level);
+
+/**
+ * zram_set_algorithm_params() - level and dictionary, as algorithm_params
+ * @zram: the device
+ * @priority: 0 (the primary, for new writes) to 3
+ * @level: the level as for &struct zpool_config, 0 for the default
+ * @dict: the dictionary (copied), or NULL for none: a zstd dictionary (as
+ *	ZDICT makes, or raw content) for zstd; for lz4 and lz4hc its last
+ *	64 KiB are used as the history every page starts from
+ * @dict_len: its length, at most 1 MiB; 0 for none
+ *
+ * Replaces both settings of the priority.  Pages written before keep
+ * reading back with the dictionary that wrote them.
+ *
+ * Return: 0; -EINVAL for a bad argument, a level out of the algorithm's
+ * range, a priority with no algorithm or a dictionary the algorithm
+ * refuses; -ENOMEM; -EBUSY if 255 settings are alive; -ENODEV after a
+ * failed reset.
+ */
+BVEC_API int zram_set_algorithm_params(struct zram *zram, unsigned int priority, int level,
+				       const void *dict, size_t dict_len);
+
+/**
+ * zram_train_dict() - train a dictionary on the stored pages and use it
+ * @zram: the device
+ * @priority: 0 (the primary, for new writes) to 3
+ * @dict_size: the dictionary's largest size, 256 bytes to 1 MiB (64 KiB
+ *	is what lz4 can use)
+ *
+ * Beyond Linux, which only loads a dictionary trained elsewhere.  Samples
+ * stored pages evenly over the disk (same-filled ones left out; at most
+ * 100 times @dict_size, and 32 MiB), trains with zstd's ZDICT, and installs
+ * the result at @priority with its current level, as
+ * zram_set_algorithm_params().  Pages written before keep reading back with
+ * what wrote them.  Holds no page lock while training; takes about a second
+ * for 32 MiB.
+ *
+ * Return: the dictionary's length; -EOPNOTSUPP if built without zstd;
+ * -ENODATA if no page is stored; -EINVAL for a bad argument, a priority
+ * with no algorithm or samples ZDICT cannot learn from; -ENOMEM; -EBUSY;
+ * -ENODEV.
+ */
+BVEC_API int zram_train_dict(struct zram *zram, unsigned int priority, size_t dict_size);
+
+/**
+ * zram_recompress() - recompress stored pages, as writing to recompress
+ * @zram: the device
+ * @params: what to recompress
+ *
+ * Selects the pages of @params->type and @params->threshold, skipping
+ * same-filled pages, pages marked incompressible, pages written back, and
+ * pages recompressed already at the highest priority considered.  Takes
+ * them largest object first; for each, under its slot's lock, tries the
+ * priorities above the one that wrote it, lowest first, and keeps the first
+ * result that lands in a smaller size class (never raw).  A page that the
+ * highest priority could not shrink either is marked incompressible and
+ * skipped by later calls until it is written again.  The page keeps its
+ * idle mark and access time.  Ends with zram_compact() if any page moved,
+ * so that mem_used_total falls with compr_data_size.  Safe alongside I/O.
+ *
+ * Return: pages recompressed; -EINVAL for a bad argument or no secondary
+ * algorithm matching @params; -ENOMEM if nothing was done; -ENODEV.
+ */
+BVEC_API int64_t zram_recompress(struct zram *zram, const struct zram_recompress_params *params);
+
 #ifdef __cplusplus
 }
 #endif

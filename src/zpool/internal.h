@@ -197,7 +197,7 @@ struct zpool {
 	unsigned int max_chain;
 	unsigned int flags;
 	int comp;		 /* enum zp_comp */
-	int level;
+	_Atomic(int) level;	 /* zram_set_algorithm_params() may change it */
 	size_t huge_class_size;	 /* largest compressed length kept compressed */
 	struct zp_table handles;
 	struct zp_table zspages; /* id -> struct zspage * */
@@ -216,6 +216,7 @@ struct zpool {
 	atomic_uint_fast64_t huge_since;
 	atomic_uint_fast64_t pages_compacted;
 	size_t self_bytes;	 /* pages holding this struct */
+	struct zp_codecs *codecs; /* compress.c's codecs by id; heap */
 	bool own_source;	 /* the default mmap source, made by the pool */
 };
 
@@ -367,6 +368,69 @@ int zpool__compress(int comp, int level, const void *page, size_t limit,
 		    const unsigned char **out);
 /* 0, or -EIO if @src does not decode to exactly one page. */
 int zpool__decompress(int comp, const void *src, size_t len, void *page);
+
+/*
+ * A codec: what wrote an object and can read it back (algorithm, level,
+ * dictionary).  Immutable once made; shared by every thread.  A pool keeps
+ * up to 255 of them (zpool.c); an object written by one other than the
+ * pool's plain compressor starts with a byte naming it, and its entry's
+ * length has ZP_LEN_CODEC set (never set otherwise: only a huge object,
+ * raw and codec-less, is a whole page long).
+ */
+struct zpool__codec {
+	int comp, level;
+	unsigned char *dict;
+	size_t dict_len;
+	void *lz4;		/* LZ4_stream_t with the dictionary loaded */
+	void *lz4hc;		/* LZ4_streamHC_t likewise */
+	void *cdict, *ddict;	/* ZSTD_CDict, ZSTD_DDict */
+	atomic_uint refs;	/* holders (codec slots) and objects */
+	unsigned int id;
+};
+
+#define ZP_LEN_CODEC ((unsigned int)ZP_PAGE_SIZE)
+#define ZP_CODECS 256u		/* ids 1..255; 0 is the plain compressor */
+#define ZP_CODEC_SLOTS 4u	/* zram's priorities: 0 primary, 1..3 recompression */
+
+/* NULL with errno-free failure: out of memory or an unusable dictionary. */
+struct zpool__codec *zpool__codec_new(int comp, int level, const void *dict, size_t len);
+void zpool__codec_free(struct zpool__codec *c);
+/* As zpool__compress() and zpool__decompress(), with the codec's dictionary. */
+int zpool__codec_compress(const struct zpool__codec *c, const void *page, size_t limit,
+			  const unsigned char **out);
+int zpool__codec_decompress(const struct zpool__codec *c, const void *src, size_t len,
+			    void *page);
+/* zstd's ZDICT on @nr_pages pages: the dictionary's length, or -errno. */
+int zpool__train_dict(const void *pages, size_t nr_pages, void *dict, size_t cap);
+
+/* zpool.c: codecs of a pool, by id, and the slots naming the ones in use. */
+struct zp_codecs {
+	struct zpool__rwlock *lock;
+	_Atomic(struct zpool__codec *) tab[ZP_CODECS];
+	unsigned int slot[ZP_CODEC_SLOTS];	/* ids, each holding a reference; 0 none */
+	int slot_comp[ZP_CODEC_SLOTS];		/* algorithm of a slot, -1 none */
+};
+
+/*
+ * Install a codec of @comp, @level, @dict in slot @slot (0: what new stores
+ * use); objects written by the codec it replaces keep theirs.  0 or -errno
+ * (-EBUSY: 255 codecs alive).
+ */
+int zpool__codec_slot_set(struct zpool *pool, unsigned int slot, int comp, int level,
+			  const void *dict, size_t len);
+/* Slot @slot's algorithm and level; -ENOENT if it has none. */
+int zpool__codec_slot_info(struct zpool *pool, unsigned int slot, int *comp, int *level);
+/* Forget slot @slot (1..3). */
+void zpool__codec_slot_clear(struct zpool *pool, unsigned int slot);
+/*
+ * Store @page with slot @slot's codec only if it lands in a size class
+ * smaller than @below_class bytes and not the huge class: 0 with *@handle,
+ * 1 if it would not, or -errno.
+ */
+int zpool__store_slot(struct zpool *pool, unsigned int slot, const void *page,
+		      size_t below_class, zpool_handle_t *handle);
+/* Size of the class holding @handle's object, 0 for none (same-filled). */
+size_t zpool__obj_class_size(struct zpool *pool, zpool_handle_t handle);
 
 /* Test hook: XOR @mask into byte @offset of a stored object (tests, fuzzing). */
 int zpool__corrupt(struct zpool *pool, zpool_handle_t handle, size_t offset,

@@ -57,11 +57,179 @@ static void fill_page(void *page, unsigned long word)
 		memcpy(p + i, &word, sizeof(word));
 }
 
+/*
+ * Codecs.  An id's codec lives while a slot names it or an object uses it:
+ * a store takes a reference under the read lock before compressing, so a
+ * slot changed meanwhile cannot free the dictionary under it; the last put
+ * frees it under the write lock, where no store can be between its lookup
+ * and its reference.
+ */
+static int codecs_init(struct zpool *pool)
+{
+	struct zp_codecs *cx = zpool__os_zalloc(sizeof(*cx));
+	unsigned int i;
+
+	if (!cx)
+		return -ENOMEM;
+	cx->lock = zpool__rwlock_new();
+	if (!cx->lock) {
+		zpool__os_free(cx);
+		return -ENOMEM;
+	}
+	for (i = 0; i < ZP_CODEC_SLOTS; i++)
+		cx->slot_comp[i] = -1;
+	pool->codecs = cx;
+	return 0;
+}
+
+static void codecs_destroy(struct zpool *pool)
+{
+	struct zp_codecs *cx = pool->codecs;
+	unsigned int i;
+
+	if (!cx)
+		return;
+	for (i = 1; i < ZP_CODECS; i++)
+		zpool__codec_free(atomic_load_explicit(&cx->tab[i], memory_order_relaxed));
+	zpool__rwlock_free(cx->lock);
+	zpool__os_free(cx);
+	pool->codecs = NULL;
+}
+
+static void codec_put(struct zpool *pool, struct zpool__codec *c)
+{
+	struct zp_codecs *cx = pool->codecs;
+	unsigned int id = c->id;
+
+	if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	zpool__write_lock(cx->lock);
+	/* A store may have taken it again between our put and the lock. */
+	if (atomic_load_explicit(&cx->tab[id], memory_order_relaxed) == c &&
+	    !atomic_load_explicit(&c->refs, memory_order_relaxed))
+		atomic_store_explicit(&cx->tab[id], NULL, memory_order_relaxed);
+	else
+		c = NULL;
+	zpool__rw_unlock(cx->lock);
+	zpool__codec_free(c);
+}
+
+/* The codec named by an object's first byte; its object keeps it alive. */
+static const struct zpool__codec *obj_codec(struct zpool *pool, const unsigned char *obj)
+{
+	return atomic_load_explicit(&pool->codecs->tab[obj[0]], memory_order_acquire);
+}
+
+int zpool__codec_slot_set(struct zpool *pool, unsigned int slot, int comp, int level,
+			  const void *dict, size_t len)
+{
+	struct zp_codecs *cx = pool->codecs;
+	struct zpool__codec *c = NULL, *old = NULL;
+	unsigned int id;
+
+	if (slot >= ZP_CODEC_SLOTS)
+		return -EINVAL;
+	/* The primary algorithm without a dictionary needs no codec byte. */
+	if (!slot && !len && comp == pool->comp) {
+		zpool__write_lock(cx->lock);
+		if (cx->slot[0])
+			old = atomic_load_explicit(&cx->tab[cx->slot[0]], memory_order_relaxed);
+		cx->slot[0] = 0;
+		atomic_store(&pool->level, level);
+		zpool__rw_unlock(cx->lock);
+		if (old)
+			codec_put(pool, old);
+		return 0;
+	}
+	c = zpool__codec_new(comp, level, dict, len);
+	if (!c)
+		return len ? -EINVAL : -ENOMEM;
+	atomic_store_explicit(&c->refs, 1, memory_order_relaxed);
+	zpool__write_lock(cx->lock);
+	for (id = 1; id < ZP_CODECS; id++)
+		if (!atomic_load_explicit(&cx->tab[id], memory_order_relaxed))
+			break;
+	if (id == ZP_CODECS) {
+		zpool__rw_unlock(cx->lock);
+		zpool__codec_free(c);
+		return -EBUSY;
+	}
+	c->id = id;
+	atomic_store_explicit(&cx->tab[id], c, memory_order_release);
+	if (cx->slot[slot])
+		old = atomic_load_explicit(&cx->tab[cx->slot[slot]], memory_order_relaxed);
+	cx->slot[slot] = id;
+	cx->slot_comp[slot] = comp;
+	zpool__rw_unlock(cx->lock);
+	if (old)
+		codec_put(pool, old);
+	return 0;
+}
+
+int zpool__codec_slot_info(struct zpool *pool, unsigned int slot, int *comp, int *level)
+{
+	struct zp_codecs *cx = pool->codecs;
+	int ret = 0;
+
+	if (slot >= ZP_CODEC_SLOTS)
+		return -EINVAL;
+	zpool__read_lock(cx->lock);
+	if (cx->slot[slot]) {
+		const struct zpool__codec *c =
+			atomic_load_explicit(&cx->tab[cx->slot[slot]], memory_order_relaxed);
+
+		*comp = c->comp;
+		*level = c->level;
+	} else if (!slot) {
+		*comp = pool->comp;
+		*level = atomic_load(&pool->level);
+	} else {
+		ret = -ENOENT;
+	}
+	zpool__rw_unlock(cx->lock);
+	return ret;
+}
+
+void zpool__codec_slot_clear(struct zpool *pool, unsigned int slot)
+{
+	struct zp_codecs *cx = pool->codecs;
+	struct zpool__codec *old = NULL;
+
+	if (!slot || slot >= ZP_CODEC_SLOTS)
+		return;
+	zpool__write_lock(cx->lock);
+	if (cx->slot[slot])
+		old = atomic_load_explicit(&cx->tab[cx->slot[slot]], memory_order_relaxed);
+	cx->slot[slot] = 0;
+	cx->slot_comp[slot] = -1;
+	zpool__rw_unlock(cx->lock);
+	if (old)
+		codec_put(pool, old);
+}
+
+/* Slot @slot's codec, referenced; NULL for the plain compressor. */
+static struct zpool__codec *slot_codec(struct zpool *pool, unsigned int slot)
+{
+	struct zp_codecs *cx = pool->codecs;
+	struct zpool__codec *c = NULL;
+	unsigned int id;
+
+	zpool__read_lock(cx->lock);
+	id = cx->slot[slot];
+	if (id) {
+		c = atomic_load_explicit(&cx->tab[id], memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
+	}
+	zpool__rw_unlock(cx->lock);
+	return c;
+}
+
 static void destroy(struct zpool *pool)
 {
 	struct zpool_page_source src = pool->src;
 	bool own_source = pool->own_source;
 
+	codecs_destroy(pool);
 	zpool__classes_destroy(pool);
 	zpool__table_destroy(pool, &pool->handles);
 	zpool__table_destroy(pool, &pool->zspages);
@@ -136,7 +304,7 @@ struct zpool *zpool_create(const struct zpool_config *cfg)
 	if (zpool__table_init(&pool->handles) ||
 	    zpool__table_init(&pool->zspages) ||
 	    zpool__table_init(&pool->same) || !(pool->desc_lock = zpool__mutex_new()) ||
-	    zpool__classes_init(pool)) {
+	    zpool__classes_init(pool) || codecs_init(pool)) {
 		destroy(pool);
 		errno = ENOMEM;
 		return NULL;
@@ -182,37 +350,48 @@ static int store_same(struct zpool *pool, unsigned long word, zpool_handle_t *ha
 	return 0;
 }
 
-int zpool_store(struct zpool *pool, const void *page, zpool_handle_t *handle)
+static uint64_t lookup(struct zpool *pool, zpool_handle_t handle);
+
+/*
+ * Compress @page with @codec (NULL: the plain compressor) and store it.
+ * @below_class, when not 0, is a recompression's bound: the object must
+ * land in a class smaller than that, and not raw; 1 if it would not.
+ * Takes a reference on @codec for the object it stores.
+ */
+static int store_with(struct zpool *pool, struct zpool__codec *codec, const void *page,
+		      size_t below_class, zpool_handle_t *handle)
 {
-	size_t extra, len;
+	size_t extra, len, hdr = codec ? 1 : 0;
 	const unsigned char *data;
 	struct size_class *c;
 	struct zspage *zsp;
 	unsigned char *dst;
-	unsigned long word;
 	unsigned int slot;
 	uint64_t limit;
 	uint32_t h;
 	int n;
 
-	if (!pool || !page || !handle)
-		return -EINVAL;
-	if (same_filled(page, &word))
-		return store_same(pool, word, handle);
-
 	extra = csum_bytes(pool);
-	n = zpool__compress(pool->comp, pool->level, page,
-			    pool->huge_class_size - extra, &data);
+	n = codec ? zpool__codec_compress(codec, page, pool->huge_class_size - extra - hdr, &data)
+		  : zpool__compress(pool->comp, atomic_load_explicit(&pool->level,
+								     memory_order_relaxed),
+				    page, pool->huge_class_size - extra, &data);
 	if (n < 0)
 		return n;
 	if (n) {
-		len = (size_t)n;
+		len = (size_t)n + hdr;
 	} else {
 		/* Would not fit a non-huge class: keep the page raw. */
+		if (below_class)
+			return 1;
 		data = page;
 		len = ZP_PAGE_SIZE;
+		hdr = 0;
+		codec = NULL;
 	}
 	c = zpool__class_for(pool, n ? len + extra : ZP_PAGE_SIZE);
+	if (below_class && c->size >= below_class)
+		return 1;
 
 	zpool__write_lock(c->lock);
 	limit = atomic_load(&pool->mem_limit);
@@ -237,7 +416,11 @@ int zpool_store(struct zpool *pool, const void *page, zpool_handle_t *handle)
 		zpool__obj_free(pool, c, zsp, slot);
 		goto nomem;
 	}
-	memcpy(dst, data, len);
+	if (hdr) {
+		dst[0] = (unsigned char)codec->id;
+		atomic_fetch_add_explicit(&codec->refs, 1, memory_order_relaxed);
+	}
+	memcpy(dst + hdr, data, len - hdr);
 	if (extra) {
 		uint32_t sum = checksum(dst, len);
 
@@ -247,7 +430,8 @@ int zpool_store(struct zpool *pool, const void *page, zpool_handle_t *handle)
 			memcpy(dst + len, &sum, sizeof(sum));
 	}
 	atomic_store_explicit(zpool__table_slot(&pool->handles, h),
-			      zp_entry_obj(c->index, slot, (unsigned int)len, zsp->id),
+			      zp_entry_obj(c->index, slot,
+					   (unsigned int)len | (hdr ? ZP_LEN_CODEC : 0), zsp->id),
 			      memory_order_release);
 	zpool__rw_unlock(c->lock);
 
@@ -264,6 +448,47 @@ nomem:
 	zpool__table_free(pool, &pool->handles, h);
 	zpool__rw_unlock(c->lock);
 	return -ENOMEM;
+}
+
+int zpool_store(struct zpool *pool, const void *page, zpool_handle_t *handle)
+{
+	struct zpool__codec *codec;
+	unsigned long word;
+	int ret;
+
+	if (!pool || !page || !handle)
+		return -EINVAL;
+	if (same_filled(page, &word))
+		return store_same(pool, word, handle);
+	codec = slot_codec(pool, 0);
+	ret = store_with(pool, codec, page, 0, handle);
+	if (codec)
+		codec_put(pool, codec);
+	return ret;
+}
+
+int zpool__store_slot(struct zpool *pool, unsigned int slot, const void *page,
+		      size_t below_class, zpool_handle_t *handle)
+{
+	struct zpool__codec *codec;
+	int ret;
+
+	if (slot >= ZP_CODEC_SLOTS || !below_class)
+		return -EINVAL;
+	codec = slot_codec(pool, slot);
+	if (!codec && slot)
+		return -ENOENT;
+	ret = store_with(pool, codec, page, below_class, handle);
+	if (codec)
+		codec_put(pool, codec);
+	return ret;
+}
+
+size_t zpool__obj_class_size(struct zpool *pool, zpool_handle_t handle)
+{
+	uint64_t e = lookup(pool, handle);
+
+	return zp_entry_tag(e) == ZP_TAG_OBJ ? pool->classes[zp_entry_class(e)]->size : 0;
 }
 
 /* The entry of a handle in use, or 0. */
@@ -311,7 +536,7 @@ int zpool_load(struct zpool *pool, zpool_handle_t handle, void *page)
 	}
 	zsp = zpool__zspage(pool, zp_entry_zspage(e));
 	src = zpool__obj_addr(c, zsp, zp_entry_slot(e));
-	len = zp_entry_len(e);
+	len = zp_entry_len(e) & ~ZP_LEN_CODEC;
 	if (pool->flags & ZPOOL_F_CHECKSUM) {
 		uint32_t want;
 
@@ -326,6 +551,8 @@ int zpool_load(struct zpool *pool, zpool_handle_t handle, void *page)
 	}
 	if (c->huge)
 		memcpy(page, src, ZP_PAGE_SIZE);
+	else if (zp_entry_len(e) & ZP_LEN_CODEC)
+		ret = zpool__codec_decompress(obj_codec(pool, src), src + 1, len - 1, page);
 	else
 		ret = zpool__decompress(pool->comp, src, len, page);
 out:
@@ -336,7 +563,9 @@ out:
 void zpool_free(struct zpool *pool, zpool_handle_t handle)
 {
 	uint64_t e = lookup(pool, handle);
+	struct zpool__codec *codec = NULL;
 	struct size_class *c;
+	struct zspage *zsp;
 	size_t len;
 
 	if (!e)
@@ -356,10 +585,15 @@ void zpool_free(struct zpool *pool, zpool_handle_t handle)
 		/* Dead before unlocking, so compaction never moves a freed slot. */
 		atomic_store_explicit(zpool__table_slot(&pool->handles, (uint32_t)handle), 0,
 				      memory_order_release);
-		zpool__obj_free(pool, c, zpool__zspage(pool, zp_entry_zspage(e)),
-				zp_entry_slot(e));
+		zsp = zpool__zspage(pool, zp_entry_zspage(e));
+		if (zp_entry_len(e) & ZP_LEN_CODEC && !c->huge)
+			codec = (struct zpool__codec *)obj_codec(
+				pool, zpool__obj_addr(c, zsp, zp_entry_slot(e)));
+		zpool__obj_free(pool, c, zsp, zp_entry_slot(e));
 		zpool__rw_unlock(c->lock);
-		len = zp_entry_len(e);
+		if (codec)
+			codec_put(pool, codec);
+		len = zp_entry_len(e) & ~ZP_LEN_CODEC;
 		atomic_fetch_sub(&pool->compr_bytes, len);
 		if (c->huge)
 			atomic_fetch_sub(&pool->huge_pages, 1);
@@ -372,7 +606,7 @@ size_t zpool_obj_size(struct zpool *pool, zpool_handle_t handle)
 {
 	uint64_t e = lookup(pool, handle);
 
-	return zp_entry_tag(e) == ZP_TAG_OBJ ? zp_entry_len(e) : 0;
+	return zp_entry_tag(e) == ZP_TAG_OBJ ? zp_entry_len(e) & ~ZP_LEN_CODEC : 0;
 }
 
 size_t zpool_compact(struct zpool *pool)
@@ -438,12 +672,12 @@ int zpool__corrupt(struct zpool *pool, zpool_handle_t handle, size_t offset,
 	struct size_class *c;
 	struct zspage *zsp;
 
-	if (zp_entry_tag(e) != ZP_TAG_OBJ || offset >= zp_entry_len(e))
+	if (zp_entry_tag(e) != ZP_TAG_OBJ || offset >= (zp_entry_len(e) & ~ZP_LEN_CODEC))
 		return -EINVAL;
 	c = pool->classes[zp_entry_class(e)];
 	zpool__write_lock(c->lock);
 	e = relookup(pool, handle, c);
-	if (!e || offset >= zp_entry_len(e)) {
+	if (!e || offset >= (zp_entry_len(e) & ~ZP_LEN_CODEC)) {
 		zpool__rw_unlock(c->lock);
 		return -EINVAL;
 	}

@@ -138,6 +138,8 @@ static uint32_t slot_swap(struct zram *z, struct zram_slot *s, uint32_t handle)
 {
 	uint32_t old = s->handle;
 
+	/* A new page: recompression's marks were about the old one. */
+	atomic_fetch_and_explicit(&s->flags, ~ZRAM_RECOMP_FLAGS, memory_order_relaxed);
 	s->handle = handle;
 	slot_touch(z, s);
 	return old;

@@ -18,6 +18,20 @@
 #define ZRAM_IDLE (1u << 1)
 
 /*
+ * Recompression's bits (zram_recompress.c).  ZRAM_INCOMPRESSIBLE: no
+ * recompression algorithm shrank the page, so it is skipped next time.
+ * ZRAM_RECOMP: the page was recompressed, by the algorithm of priority
+ * ZRAM_PRIO (1..3).  A new write of the page clears them all.
+ */
+#define ZRAM_INCOMPRESSIBLE (1u << 9)
+#define ZRAM_RECOMP (1u << 10)
+#define ZRAM_PRIO_SHIFT 11
+#define ZRAM_PRIO_MASK (3u << ZRAM_PRIO_SHIFT)
+#define ZRAM_RECOMP_FLAGS (ZRAM_INCOMPRESSIBLE | ZRAM_RECOMP | ZRAM_PRIO_MASK)
+/* Bits 2-7, the writeback tier's: a slot with any of them is not the pool's. */
+#define ZRAM_TIER_FLAGS (0x3fu << 2)
+
+/*
  * 12 bytes per page (the kernel's zram uses 16): libzpool handles fit in
  * 32 bits, and the access time is seconds since the device was created.
  * @handle and @ac_time change only under the slot's lock.

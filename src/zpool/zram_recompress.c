@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Recompression and algorithm parameters: secondary algorithms (priorities
+ * 1..3) that rewrite stored pages smaller, per-priority levels and
+ * dictionaries, and a dictionary trained on the pages stored now.
+ *
+ * Every object names the codec that wrote it (zpool.c), so a page reads
+ * back whatever wrote it: a recompressed page, a page written before a new
+ * dictionary, a page written back to disk by the writeback tier, which
+ * reads it through zpool_load() like any other.  The device's settings live
+ * in its pool, so zram_reset() forgets them, as Linux's reset does.
+ */
+#include <stdlib.h>
+
+#include "zram_internal.h"
+
+#define PRIO_MAX 3u
+
+/* Sample at most this much for training: ZDICT's guide is 100 times the dictionary. */
+#define TRAIN_MAX_BYTES ((size_t)32 << 20)
+#define DICT_MAX ((size_t)1 << 20)
+
+int zram_set_recomp_algorithm(struct zram *z, const char *name, unsigned int priority)
+{
+	int comp, level, ret;
+
+	if (!z || !name || priority < 1 || priority > PRIO_MAX ||
+	    zpool__comp_lookup(name, 0, &comp, &level))
+		return -EINVAL;
+	zpool__read_lock(z->lock);
+	ret = z->pool ? zpool__codec_slot_set(z->pool, priority, comp, level, NULL, 0) : -ENODEV;
+	zpool__rw_unlock(z->lock);
+	return ret;
+}
+
+int zram_get_algorithm(struct zram *z, unsigned int priority, const char **name, int *level)
+{
+	int comp, lvl, ret;
+
+	if (!z || priority > PRIO_MAX)
+		return -EINVAL;
+	zpool__read_lock(z->lock);
+	ret = z->pool ? zpool__codec_slot_info(z->pool, priority, &comp, &lvl) : -ENODEV;
+	zpool__rw_unlock(z->lock);
+	if (ret)
+		return ret;
+	if (name)
+		*name = zpool__comp_name(comp);
+	if (level)
+		*level = lvl;
+	return 0;
+}
+
+/* With z->lock held: install @level and @dict for @priority's algorithm. */
+static int set_params(struct zram *z, unsigned int priority, int level, const void *dict,
+		      size_t len)
+{
+	int comp, cur, lvl, ret;
+
+	if (!z->pool)
+		return -ENODEV;
+	ret = zpool__codec_slot_info(z->pool, priority, &comp, &cur);
+	if (ret)
+		return -EINVAL; /* no algorithm at that priority */
+	if (zpool__comp_lookup(zpool__comp_name(comp), level, &comp, &lvl))
+		return -EINVAL;
+	return zpool__codec_slot_set(z->pool, priority, comp, lvl, dict, len);
+}
+
+int zram_set_algorithm_params(struct zram *z, unsigned int priority, int level,
+			      const void *dict, size_t dict_len)
+{
+	int ret;
+
+	if (!z || priority > PRIO_MAX || (dict_len && !dict) || dict_len > DICT_MAX)
+		return -EINVAL;
+	zpool__read_lock(z->lock);
+	ret = set_params(z, priority, level, dict, dict_len);
+	zpool__rw_unlock(z->lock);
+	return ret;
+}
+
+/* Under the slot's lock: a page of the pool stored compressed or raw. */
+static uint32_t pool_page(struct zram *z, struct zram_slot *s)
+{
+	uint32_t f = atomic_load_explicit(&s->flags, memory_order_relaxed);
+
+	if (!s->handle || (f & ZRAM_TIER_FLAGS) || !zpool_obj_size(z->pool, s->handle))
+		return 0;
+	return s->handle;
+}
+
+struct train {
+	uint64_t seen, stride, n, max;
+	unsigned char *buf;
+};
+
+static void count_slot(struct zram *z, struct zram_slot *s, uint64_t index, void *arg)
+{
+	struct train *t = arg;
+
+	(void)index;
+	slot_lock(s);
+	t->seen += pool_page(z, s) != 0;
+	slot_unlock(s);
+}
+
+static void sample_slot(struct zram *z, struct zram_slot *s, uint64_t index, void *arg)
+{
+	struct train *t = arg;
+	uint32_t h;
+
+	(void)index;
+	if (t->n == t->max)
+		return;
+	slot_lock(s);
+	h = pool_page(z, s);
+	if (h && t->seen++ % t->stride == 0 &&
+	    !zpool_load(z->pool, h, t->buf + t->n * ZP_PAGE_SIZE))
+		t->n++;
+	slot_unlock(s);
+}
+
+int zram_train_dict(struct zram *z, unsigned int priority, size_t dict_size)
+{
+	struct train t = { 0, 1, 0, 0, NULL };
+	unsigned char *dict = NULL;
+	int comp, level, ret;
+
+	if (!z || priority > PRIO_MAX || dict_size < 256 || dict_size > DICT_MAX)
+		return -EINVAL;
+	zpool__read_lock(z->lock);
+	if (!z->pool) {
+		ret = -ENODEV;
+		goto out;
+	}
+	if (zpool__codec_slot_info(z->pool, priority, &comp, &level)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	zram__slots_walk(z, count_slot, &t);
+	if (!t.seen) {
+		ret = -ENODATA;
+		goto out;
+	}
+	/* An even spread over the disk, not its first pages only. */
+	t.max = zpool__min(t.seen, zpool__min(TRAIN_MAX_BYTES, 100 * (uint64_t)dict_size) /
+					   ZP_PAGE_SIZE + 1);
+	t.stride = (t.seen + t.max - 1) / t.max;
+	t.seen = 0;
+	t.buf = zpool__os_alloc((size_t)t.max * ZP_PAGE_SIZE);
+	dict = zpool__os_alloc(dict_size);
+	if (!t.buf || !dict) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	zram__slots_walk(z, sample_slot, &t);
+	ret = t.n ? zpool__train_dict(t.buf, (size_t)t.n, dict, dict_size) : -ENODATA;
+	if (ret > 0) {
+		int r = zpool__codec_slot_set(z->pool, priority, comp, level, dict, (size_t)ret);
+
+		if (r)
+			ret = r;
+	}
+out:
+	zpool__rw_unlock(z->lock);
+	zpool__os_free(t.buf);
+	zpool__os_free(dict);
+	return ret;
+}
+
+struct cand {
+	uint64_t index;
+	uint32_t size;
+	uint32_t handle;
+};
+
+struct scan {
+	const struct zram_recompress_params *p;
+	unsigned int hi;	/* the highest priority to try */
+	struct cand *v;
+	size_t n, cap;
+	int err;
+};
+
+static unsigned int slot_prio(uint32_t f)
+{
+	return f & ZRAM_RECOMP ? (f & ZRAM_PRIO_MASK) >> ZRAM_PRIO_SHIFT : 0;
+}
+
+/* Is the page one the call selects?  Its object's size, or 0. */
+static uint32_t selected(struct zram *z, struct scan *sc, struct zram_slot *s)
+{
+	uint32_t f = atomic_load_explicit(&s->flags, memory_order_relaxed);
+	size_t size;
+
+	if (!pool_page(z, s) || (f & ZRAM_INCOMPRESSIBLE) || slot_prio(f) >= sc->hi)
+		return 0;
+	if ((sc->p->type == ZRAM_RECOMP_IDLE || sc->p->type == ZRAM_RECOMP_HUGE_IDLE) &&
+	    !(f & ZRAM_IDLE))
+		return 0;
+	size = zpool_obj_size(z->pool, s->handle);
+	if ((sc->p->type == ZRAM_RECOMP_HUGE || sc->p->type == ZRAM_RECOMP_HUGE_IDLE) &&
+	    size != ZP_PAGE_SIZE)
+		return 0;
+	if (size < sc->p->threshold)
+		return 0;
+	return (uint32_t)size;
+}
+
+static void scan_slot(struct zram *z, struct zram_slot *s, uint64_t index, void *arg)
+{
+	struct scan *sc = arg;
+	uint32_t size;
+
+	if (sc->err)
+		return;
+	slot_lock(s);
+	size = selected(z, sc, s);
+	if (size) {
+		if (sc->n == sc->cap) {
+			size_t cap = sc->cap ? sc->cap * 2 : 256;
+			struct cand *v = zpool__os_alloc(cap * sizeof(*v));
+
+			if (!v) {
+				sc->err = -ENOMEM;
+				slot_unlock(s);
+				return;
+			}
+			if (sc->n)
+				memcpy(v, sc->v, sc->n * sizeof(*v));
+			zpool__os_free(sc->v);
+			sc->v = v;
+			sc->cap = cap;
+		}
+		sc->v[sc->n++] = (struct cand){ index, size, s->handle };
+	}
+	slot_unlock(s);
+}
+
+/* Largest first, as Linux 6.19's size buckets; ties in disk order. */
+static int cand_cmp(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+
+	if (x->size != y->size)
+		return x->size < y->size ? 1 : -1;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/*
+ * One page, under its slot's lock: try the priorities above the one that
+ * wrote it, lowest first, and keep the first object that lands in a
+ * smaller size class.  1 if recompressed, 0 if not, or -errno.
+ */
+static int recompress_one(struct zram *z, struct scan *sc, unsigned int lo,
+			  const struct cand *cd, void *page)
+{
+	struct zram_slot *s = zram__slot_get(z, cd->index, false);
+	zpool_handle_t nh = 0;
+	unsigned int prio, tried = 0;
+	size_t cls;
+	uint32_t f;
+	int ret = 0, r;
+
+	if (!s)
+		return 0;
+	slot_lock(s);
+	/* Rewritten, discarded or written back since the scan: not this one. */
+	if (s->handle != cd->handle || !selected(z, sc, s)) {
+		slot_unlock(s);
+		return 0;
+	}
+	f = atomic_load_explicit(&s->flags, memory_order_relaxed);
+	cls = zpool__obj_class_size(z->pool, cd->handle);
+	if (zpool_load(z->pool, cd->handle, page)) {
+		slot_unlock(s); /* a corrupt page stays as it is, for its reader to see */
+		return 0;
+	}
+	for (prio = lo > slot_prio(f) ? lo : slot_prio(f) + 1; prio <= sc->hi; prio++) {
+		r = zpool__store_slot(z->pool, prio, page, cls, &nh);
+		if (r == -ENOENT)
+			continue; /* no algorithm at this priority */
+		tried = prio;
+		if (r <= 0) {
+			ret = r ? r : 1;
+			break;
+		}
+	}
+	if (ret == 1) {
+		s->handle = (uint32_t)nh;
+		atomic_fetch_and_explicit(&s->flags, ~ZRAM_RECOMP_FLAGS, memory_order_relaxed);
+		atomic_fetch_or_explicit(&s->flags, ZRAM_RECOMP | prio << ZRAM_PRIO_SHIFT,
+					 memory_order_relaxed);
+	} else if (!ret && tried == sc->hi) {
+		atomic_fetch_or_explicit(&s->flags, ZRAM_INCOMPRESSIBLE, memory_order_relaxed);
+	}
+	slot_unlock(s);
+	if (ret == 1)
+		zpool_free(z->pool, cd->handle);
+	return ret;
+}
+
+/* The priorities to try: [*lo, *hi], or -EINVAL if none is usable. */
+static int prio_range(struct zram *z, const struct zram_recompress_params *p,
+		      unsigned int *lo, unsigned int *hi)
+{
+	unsigned int prio, found = 0;
+	int comp, level;
+
+	*lo = *hi = 0;
+	for (prio = 1; prio <= PRIO_MAX; prio++) {
+		if (zpool__codec_slot_info(z->pool, prio, &comp, &level))
+			continue;
+		if (p->algo && strcmp(p->algo, zpool__comp_name(comp)))
+			continue;
+		if (p->priority && p->priority != prio)
+			continue;
+		if (!found++)
+			*lo = prio;
+		*hi = prio;
+		if (p->algo || p->priority)
+			break; /* one algorithm only, as Linux's algo= and priority= */
+	}
+	return found ? 0 : -EINVAL;
+}
+
+int64_t zram_recompress(struct zram *z, const struct zram_recompress_params *p)
+{
+	struct scan sc = { p, 0, NULL, 0, 0, 0 };
+	unsigned char *page = NULL;
+	unsigned int lo;
+	int64_t done = 0;
+	uint64_t tries = 0;
+	size_t i;
+	int ret;
+
+	if (!z || !p || p->size != sizeof(*p) || (unsigned int)p->type > ZRAM_RECOMP_HUGE_IDLE ||
+	    p->priority > PRIO_MAX)
+		return -EINVAL;
+	zpool__read_lock(z->lock);
+	if (!z->pool) {
+		ret = -ENODEV;
+		goto out;
+	}
+	ret = prio_range(z, p, &lo, &sc.hi);
+	if (ret)
+		goto out;
+	page = zpool__os_alloc(ZP_PAGE_SIZE);
+	if (!page) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	zram__slots_walk(z, scan_slot, &sc);
+	ret = sc.err;
+	if (ret)
+		goto out;
+	qsort(sc.v, sc.n, sizeof(*sc.v), cand_cmp);
+	for (i = 0; i < sc.n; i++) {
+		/* As Linux: a page tried counts against max_pages, shrunk or not. */
+		if (p->max_pages && tries == p->max_pages)
+			break;
+		tries++;
+		ret = recompress_one(z, &sc, lo, &sc.v[i], page);
+		if (ret < 0)
+			break;
+		done += ret;
+		ret = 0;
+	}
+	/* Freed objects leave holes in zspages: compaction turns them into memory. */
+	if (done)
+		zpool_compact(z->pool);
+out:
+	zpool__rw_unlock(z->lock);
+	zpool__os_free(sc.v);
+	zpool__os_free(page);
+	return ret < 0 && !done ? ret : done;
+}
