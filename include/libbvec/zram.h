@@ -228,6 +228,215 @@ BVEC_API uint64_t zram_idle_mark(struct zram *zram, unsigned int min_age);
 BVEC_API uint64_t zram_idle_pages(struct zram *zram);
 
 /*
+ * The writeback tier (zram_writeback.c): pages moved to a backing disk.
+ */
+
+/**
+ * DOC: writeback - zram's backing device, as Linux's CONFIG_ZRAM_WRITEBACK
+ *
+ * zram_set_backing() gives a device a backing disk (any disk of the device
+ * model: the file disk, a stripe, another driver).  zram_writeback() then
+ * moves selected pages to free blocks of it, one page a block, first fit,
+ * and frees their memory once each write has completed successfully; a
+ * failed write loses nothing (the page stays in memory, the error is counted
+ * in io_stat's failed_writes and returned).  A page touched by a write or a
+ * discard while its writeback is in flight keeps its new in-memory copy and
+ * the block is released.  Written-back pages still count in mm_stat's
+ * orig_data_size, not in compr_data_size.
+ *
+ * Reads of a written-back page are chained child bios to the backing disk,
+ * over the caller's memory for a whole page and over a bounce page for part
+ * of one: the page is not pulled back into memory, and the caller's bio
+ * completes when the child does.  A write of part of a written-back page
+ * (and a DISCARD or WRITE_ZEROES edge over one) reads the block the same
+ * way and, when that read completes, patches the page and stores it in
+ * memory.  A whole-page write, a discard or zram_reset() only releases the
+ * block.  A block released while a read of it may still be in flight is
+ * reused only once no read of the backing disk is in flight.
+ *
+ * Statistics: bd_stat (zram_bd_stat()) and the writeback limit are in
+ * 4 KiB units, as Linux's, whatever the page size: one page is
+ * BVEC_PAGE_SIZE / 4096 units.  The block map (two bits a backing page) is
+ * heap memory outside mem_used_total.
+ */
+
+/**
+ * zram_set_backing() - give the device a backing disk, or take it away
+ * @zram: the device
+ * @disk: the disk, or NULL for none; not owned: it must outlive the device
+ *	or a later zram_set_backing() that replaces it.  Its capacity in
+ *	whole pages is the number of blocks, at most 2^32 - 2; its logical
+ *	block size must not exceed a page.
+ *
+ * Linux sets backing_dev before disksize; here a device is made with its
+ * disksize, so the backing disk may be set or changed at any time while no
+ * page is on the old one.  Takes the device exclusively, as zram_reset().
+ *
+ * Return: 0; -EINVAL for a NULL @zram, a disk of no whole page or a too
+ * large logical block size; -EBUSY if pages are on the current backing disk
+ * or a read of it is in flight; -ENOMEM.
+ */
+BVEC_API int zram_set_backing(struct zram *zram, struct gendisk *disk);
+
+/**
+ * enum zram_wb_mode - which pages zram_writeback() writes back
+ * @ZRAM_WB_ALL: every stored page in the range (Linux's page_index= and
+ *	page_indexes= without a type)
+ * @ZRAM_WB_IDLE: pages marked idle (zram_idle_mark())
+ * @ZRAM_WB_HUGE: pages stored uncompressed
+ * @ZRAM_WB_HUGE_IDLE: pages both huge and idle
+ * @ZRAM_WB_INCOMPRESSIBLE: pages that recompression marked incompressible
+ *
+ * Same-filled pages (a zero page) are never written back: they cost no
+ * zspage memory.
+ */
+enum zram_wb_mode {
+	ZRAM_WB_ALL = 0,
+	ZRAM_WB_IDLE = 1,
+	ZRAM_WB_HUGE = 2,
+	ZRAM_WB_HUGE_IDLE = 3,
+	ZRAM_WB_INCOMPRESSIBLE = 4,
+};
+
+/**
+ * zram_writeback() - write pages back to the backing disk
+ * @zram: the device
+ * @mode: which pages, see &enum zram_wb_mode
+ * @first: the first page index to consider
+ * @count: pages from @first; cut at the end of the disk (UINT64_MAX: all)
+ *
+ * Up to the batch size (zram_set_writeback_batch_size(), 32 by default) of
+ * writes are in flight at once, each refilled as one completes; with a disk
+ * that completes bios inside submit_bio() that is one at a time.  Holds the
+ * device shared for its whole run (zram_reset() waits for it); I/O to any
+ * page proceeds meanwhile.  Writing stops at the first page that finds the
+ * backing disk full or the writeback budget spent; writes already in flight
+ * complete.  A page selected is charged to the budget and counted in
+ * bd_writes when its write completes successfully, even if it was
+ * overwritten meanwhile (the disk was written).
+ *
+ * Return: pages written back (0 if none matched); or -EINVAL (NULL @zram,
+ * unknown @mode, @first past the end), -ENODEV (no backing disk), -ENOSPC
+ * (the backing disk filled up), -EIO (the budget ran out, or a backing
+ * write failed) even if some pages were written back before it.
+ */
+BVEC_API int64_t zram_writeback(struct zram *zram, enum zram_wb_mode mode, uint64_t first,
+				uint64_t count);
+
+/**
+ * zram_set_writeback_batch_size() - writes zram_writeback() keeps in flight
+ * @zram: the device
+ * @n: 1 to 256; Linux 6.19's writeback_batch_size, 32 by default
+ *
+ * Return: 0, or -EINVAL.
+ */
+BVEC_API int zram_set_writeback_batch_size(struct zram *zram, unsigned int n);
+
+/**
+ * zram_set_writeback_limit_enable() - turn the writeback budget on or off
+ * @zram: the device
+ * @enable: true to enforce the budget of zram_set_writeback_limit()
+ *
+ * As Linux's writeback_limit_enable: the budget starts at 0, so once this
+ * is on nothing is written back until a budget is set.  zram_reset() turns
+ * it off and sets the budget to 0.
+ */
+BVEC_API void zram_set_writeback_limit_enable(struct zram *zram, bool enable);
+
+/**
+ * zram_set_writeback_limit() - set the writeback budget
+ * @zram: the device
+ * @units: 4 KiB units that may still be written back; kept whether or not
+ *	the limit is enabled, spent only while it is
+ */
+BVEC_API void zram_set_writeback_limit(struct zram *zram, uint64_t units);
+
+/**
+ * zram_writeback_limit() - the budget left, as reading Linux's writeback_limit
+ * @zram: the device
+ * @enabled: receives whether the limit is enforced; may be NULL
+ *
+ * Return: 4 KiB units left (0 for a NULL @zram).
+ */
+BVEC_API uint64_t zram_writeback_limit(struct zram *zram, bool *enabled);
+
+/**
+ * struct zram_bd_stat - zram's bd_stat, in 4 KiB units
+ * @bd_count: backing blocks in use now (written-back pages, and blocks of
+ *	writes in flight or of reads not yet drained)
+ * @bd_reads: read from the backing disk, in all
+ * @bd_writes: written to it successfully, in all
+ */
+struct zram_bd_stat {
+	uint64_t bd_count;
+	uint64_t bd_reads;
+	uint64_t bd_writes;
+};
+
+/**
+ * zram_bd_stat() - backing disk statistics
+ * @zram: the device
+ * @st: receives them; all zero for a device that never had a backing disk.
+ *	zram_reset() brings @st->bd_count to 0 and keeps the other two.
+ */
+BVEC_API void zram_bd_stat(struct zram *zram, struct zram_bd_stat *st);
+
+/**
+ * zram_format_bd_stat() - bd_stat as the kernel prints it
+ * @st: from zram_bd_stat()
+ * @buf: receives one line of three right-aligned fields
+ * @len: size of @buf
+ *
+ * Return: the length of the text (as snprintf()), or -EINVAL.
+ */
+BVEC_API int zram_format_bd_stat(const struct zram_bd_stat *st, char *buf, size_t len);
+
+/* zram_block_state.flags: the letters of Linux's block_state */
+#define ZRAM_BS_SAME (1u << 0)		/* s: same-filled */
+#define ZRAM_BS_WB (1u << 1)		/* w: on the backing disk */
+#define ZRAM_BS_HUGE (1u << 2)		/* h: stored uncompressed */
+#define ZRAM_BS_IDLE (1u << 3)		/* i: marked idle */
+#define ZRAM_BS_RECOMP (1u << 4)	/* r: recompressed */
+#define ZRAM_BS_INCOMPRESSIBLE (1u << 5) /* n: no algorithm shrinks it */
+
+/**
+ * struct zram_block_state - one line of Linux's debugfs block_state
+ * @index: the page
+ * @ac_time: its last access, in seconds since the device was created
+ * @flags: ZRAM_BS_* flags
+ */
+struct zram_block_state {
+	uint64_t index;
+	uint32_t ac_time;
+	unsigned int flags;
+};
+
+/**
+ * zram_block_state() - the state of the next stored page
+ * @zram: the device
+ * @index: the page to start at; receives the index of the page reported
+ * @st: receives its state
+ *
+ * Finds the first stored page at or after *@index (a page never written or
+ * discarded is skipped, as Linux's block_state skips it), read under the
+ * page's lock.  Call again with *@index + 1 to walk the device.
+ *
+ * Return: 0; -ENOENT if no stored page is left; -EINVAL for NULL arguments.
+ */
+BVEC_API int zram_block_state(struct zram *zram, uint64_t *index, struct zram_block_state *st);
+
+/**
+ * zram_format_block_state() - one block_state line, as the kernel prints it
+ * @st: from zram_block_state()
+ * @buf: receives "index seconds.micros flags": the flags are six letters
+ *	"swhirn", each '.' when not set
+ * @len: size of @buf
+ *
+ * Return: the length of the text (as snprintf()), or -EINVAL.
+ */
+BVEC_API int zram_format_block_state(const struct zram_block_state *st, char *buf, size_t len);
+
+/*
  * Recompression and algorithm parameters (zram_recompress.c).
  */
 

@@ -137,33 +137,56 @@ void zram__slots_walk(struct zram *z, zram__slot_fn fn, void *arg)
 static uint32_t slot_swap(struct zram *z, struct zram_slot *s, uint32_t handle)
 {
 	uint32_t old = s->handle;
+	/* Clearing ZRAM_UNDER_WB tells a writeback in flight that the page changed. */
+	uint32_t f = atomic_fetch_and_explicit(&s->flags,
+					       ~(ZRAM_WB | ZRAM_UNDER_WB | ZRAM_RECOMP_FLAGS),
+					       memory_order_relaxed);
 
-	/* A new page: recompression's marks were about the old one. */
-	atomic_fetch_and_explicit(&s->flags, ~ZRAM_RECOMP_FLAGS, memory_order_relaxed);
 	s->handle = handle;
 	slot_touch(z, s);
+	if (f & ZRAM_WB) {
+		/* A block of the backing disk, not a handle of the pool. */
+		zram__wb_release(z, old);
+		return 0;
+	}
 	return old;
 }
 
-static int read_page(struct zram *z, uint64_t index, void *dst)
+/*
+ * Bytes [@off, @off + @len) of page @index into @dst.  A written-back page
+ * is read by a child of @bio that completes later; the block is pinned
+ * under the slot's lock so that it cannot be reused before that read.
+ */
+static int read_page(struct zram *z, struct bio *bio, uint64_t index, unsigned int off,
+		     void *dst, unsigned int len)
 {
 	struct zram_slot *s = zram__slot_get(z, index, false);
+	unsigned char *page = !off && len == ZP_PAGE_SIZE ? dst : scratch;
+	uint32_t hblk = 0;
 	int ret = 0;
 
 	if (!s) {
 		/* No leaf: never written since creation or reset. */
-		memset(dst, 0, ZP_PAGE_SIZE);
+		memset(dst, 0, len);
 		return 0;
 	}
 	slot_lock(s);
-	if (s->handle)
-		ret = zpool_load(z->pool, s->handle, dst);
-	else
-		memset(dst, 0, ZP_PAGE_SIZE);
+	if (atomic_load_explicit(&s->flags, memory_order_relaxed) & ZRAM_WB) {
+		hblk = s->handle;
+		ret = zram__wb_pin(z, hblk);
+	} else if (s->handle) {
+		ret = zpool_load(z->pool, s->handle, page);
+	} else {
+		memset(page, 0, ZP_PAGE_SIZE);
+	}
 	slot_touch(z, s);
 	slot_unlock(s);
+	if (hblk && !ret)
+		return zram__wb_read(z, bio, hblk, off, dst, len);
 	if (ret)
 		atomic_fetch_add(&z->failed_reads, 1);
+	else if (page != dst)
+		memcpy(dst, scratch + off, len);
 	return ret;
 }
 
@@ -224,7 +247,7 @@ static bool all_zero(const unsigned char *p, size_t len)
  * writes zeroes; that needs no memory when the bytes are zero already (a
  * page never written, a zero page), so it cannot fail there.
  */
-static int write_partial(struct zram *z, uint64_t index, unsigned int off,
+static int write_partial(struct zram *z, struct bio *bio, uint64_t index, unsigned int off,
 			 const void *src, unsigned int len)
 {
 	struct zram_slot *s = src ? slot_for_write(z, index) : zram__slot_get(z, index, false);
@@ -234,6 +257,14 @@ static int write_partial(struct zram *z, uint64_t index, unsigned int off,
 	if (!s)
 		return src ? -ENOMEM : 0;
 	slot_lock(s);
+	if (atomic_load_explicit(&s->flags, memory_order_relaxed) & ZRAM_WB) {
+		/* The old bytes are on the backing disk: patch them when read. */
+		uint32_t hblk = s->handle;
+
+		ret = bio ? zram__wb_pin(z, hblk) : -EAGAIN;
+		slot_unlock(s);
+		return ret ? ret : zram__wb_rmw(z, bio, index, hblk, off, src, len);
+	}
 	if (s->handle) {
 		ret = zpool_load(z->pool, s->handle, scratch);
 		if (ret)
@@ -254,6 +285,12 @@ static int write_partial(struct zram *z, uint64_t index, unsigned int off,
 	if (old)
 		zpool_free(z->pool, old);
 	return ret;
+}
+
+int zram__write_partial(struct zram *z, struct bio *bio, uint64_t index, unsigned int off,
+			const void *src, unsigned int len)
+{
+	return write_partial(z, bio, index, off, src, len);
 }
 
 /* Map a page-level failure to the bio's status; memory shortage is EIO. */
@@ -291,12 +328,12 @@ static void zram_rw(struct zram *z, struct bio *bio)
 		if (bv.bv_len > ZP_PAGE_SIZE - off)
 			bv.bv_len = (unsigned int)(ZP_PAGE_SIZE - off);
 		mem = bvec_virt(&bv);
-		if (off == 0 && bv.bv_len == ZP_PAGE_SIZE)
-			ret = write ? write_page(z, index, mem) : read_page(z, index, mem);
-		else if (write)
-			ret = write_partial(z, index, off, mem, bv.bv_len);
-		else if (!(ret = read_page(z, index, scratch)))
-			memcpy(mem, scratch + off, bv.bv_len);
+		if (!write)
+			ret = read_page(z, bio, index, off, mem, bv.bv_len);
+		else if (off == 0 && bv.bv_len == ZP_PAGE_SIZE)
+			ret = write_page(z, index, mem);
+		else
+			ret = write_partial(z, bio, index, off, mem, bv.bv_len);
 		if (ret) {
 			bio->bi_status = page_status(ret);
 			return;
@@ -310,16 +347,18 @@ static void free_page(struct zram *z, uint64_t index)
 {
 	struct zram_slot *s = zram__slot_get(z, index, false);
 	uint32_t old;
+	bool stored;
 
 	if (!s)
 		return;
 	slot_lock(s);
+	stored = s->handle != 0;
 	old = slot_swap(z, s, 0);
 	slot_unlock(s);
-	if (old) {
+	if (stored)
 		atomic_fetch_add(&z->notify_free, 1);
+	if (old)
 		zpool_free(z->pool, old);
-	}
 }
 
 /*
@@ -345,11 +384,11 @@ static void zram_discard(struct zram *z, struct bio *bio)
 	if (head_off) {
 		unsigned int n = (unsigned int)zpool__min(ZP_PAGE_SIZE - head_off, end - start);
 
-		ret = write_partial(z, head, head_off, NULL, n);
+		ret = write_partial(z, bio, head, head_off, NULL, n);
 		if (head == tail)
 			tail_len = 0; /* the one partial page, done */
 	}
-	if (tail_len && (r = write_partial(z, tail, 0, NULL, tail_len)))
+	if (tail_len && (r = write_partial(z, bio, tail, 0, NULL, tail_len)))
 		ret = r;
 	if (ret)
 		bio->bi_status = page_status(ret);
@@ -426,7 +465,8 @@ struct zram *zram_create(const struct zram_config *cfg)
 	}
 	z->lock = zpool__rwlock_new();
 	z->limit_lock = zpool__mutex_new();
-	if (!z->lock || !z->limit_lock) {
+	if (!z->lock || !z->limit_lock || zram__wb_init(z)) {
+		zram__wb_destroy(z);
 		zpool__mutex_free(z->limit_lock);
 		zpool__rwlock_free(z->lock);
 		zpool__os_free(z);
@@ -480,6 +520,7 @@ void zram_destroy(struct zram *z)
 	if (!z)
 		return;
 	put_disk(z->disk);
+	zram__wb_destroy(z);
 	if (z->root) {
 		subtree_free(z, z->root, z->depth);
 		node_free(z, z->root);
@@ -507,6 +548,7 @@ int zram_reset(struct zram *z)
 	if (!z)
 		return -EINVAL;
 	zpool__write_lock(z->lock);
+	zram__wb_reset(z);
 	/* Handles die with the pool; the table shrinks back to its root. */
 	subtree_free(z, z->root, z->depth);
 	memset(z->root, 0, ZP_PAGE_SIZE);
@@ -534,6 +576,8 @@ void zram_mm_stat(struct zram *z, struct zpool_stats *st)
 		memset(st, 0, sizeof(*st));
 	/* The device's limit covers the pool and the table together. */
 	st->mem_limit = atomic_load(&z->mem_limit);
+	/* Pages on the backing disk are still stored, as Linux counts them. */
+	st->orig_data_size += atomic_load(&z->wb_pages) * ZP_PAGE_SIZE;
 	st->mem_used_total += table;
 	st->mem_used_max += table;
 	st->metadata_bytes += table;
@@ -623,7 +667,9 @@ static void idle_mark_slot(struct zram *z, struct zram_slot *s, uint64_t index, 
 	(void)z;
 	(void)index;
 	slot_lock(s);
-	if (s->handle && (!sc->min_age || sc->now - s->ac_time >= sc->min_age)) {
+	/* As Linux: a page on the backing disk is not marked (nothing to write back). */
+	if (s->handle && !(atomic_load_explicit(&s->flags, memory_order_relaxed) & ZRAM_WB) &&
+	    (!sc->min_age || sc->now - s->ac_time >= sc->min_age)) {
 		atomic_fetch_or(&s->flags, ZRAM_IDLE);
 		sc->n++;
 	}

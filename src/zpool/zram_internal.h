@@ -16,6 +16,15 @@
  */
 #define ZRAM_LOCK (1u << 0)
 #define ZRAM_IDLE (1u << 1)
+/*
+ * The writeback tier's bits.  ZRAM_WB: the page is on the backing disk and
+ * @handle holds its block number plus one (so a written slot never has
+ * handle 0).  ZRAM_UNDER_WB: a writeback has copied the page and its write
+ * is in flight; whatever changes the slot's handle clears it, which tells
+ * the writeback to keep the new contents and give the block back.
+ */
+#define ZRAM_WB (1u << 2)
+#define ZRAM_UNDER_WB (1u << 3)
 
 /*
  * Recompression's bits (zram_recompress.c).  ZRAM_INCOMPRESSIBLE: no
@@ -79,6 +88,13 @@ struct zram {
 	atomic_uint_fast64_t failed_writes;
 	atomic_uint_fast64_t invalid_io;
 	atomic_uint_fast64_t notify_free;
+	/*
+	 * The writeback tier (zram_writeback.c): its state, made with the
+	 * device, and the slots whose page is on the backing disk (counted in
+	 * orig_data_size).
+	 */
+	struct zram__wb *wb;
+	atomic_uint_fast64_t wb_pages;
 };
 
 /* The slot of page @index; NULL if it has no leaf and @create is false. */
@@ -91,6 +107,36 @@ struct zram_slot *zram__slot_get(struct zram *z, uint64_t index, bool create);
  */
 typedef void (*zram__slot_fn)(struct zram *z, struct zram_slot *s, uint64_t index, void *arg);
 void zram__slots_walk(struct zram *z, zram__slot_fn fn, void *arg);
+
+/*
+ * Writeback hooks for zram.c (zram_writeback.c).  zram__wb_release() gives
+ * back the block of a written-back slot whose handle is being replaced; the
+ * caller holds the slot's lock.  zram__wb_pin() (0 or -ENOMEM) is called
+ * with the slot locked and keeps the block from reuse until zram__wb_read()
+ * or zram__wb_rmw() completes, which they do asynchronously as a child of
+ * @bio: a read into @dst of bytes [@off, @off + @len) of the page, or a
+ * write of @len bytes of @src (NULL: zeroes) at @off.  Both return 0 or a
+ * negative errno with the pin dropped.  zram__wb_init() makes the state
+ * (0 or -ENOMEM), zram__wb_reset() releases every block (z->lock held
+ * exclusive), zram__wb_destroy() frees the state (NULL is fine).
+ */
+int zram__wb_init(struct zram *z);
+void zram__wb_release(struct zram *z, uint32_t hblk);
+int zram__wb_pin(struct zram *z, uint32_t hblk);
+int zram__wb_read(struct zram *z, struct bio *bio, uint32_t hblk, unsigned int off,
+		  void *dst, unsigned int len);
+int zram__wb_rmw(struct zram *z, struct bio *bio, uint64_t index, uint32_t hblk,
+		 unsigned int off, const void *src, unsigned int len);
+void zram__wb_reset(struct zram *z);
+void zram__wb_destroy(struct zram *z);
+
+/*
+ * zram.c's write of part of a page, for the tier to redo one whose slot
+ * changed under it.  With @bio NULL it returns -EAGAIN instead of starting
+ * a read of a written-back page.  The caller holds z->lock shared.
+ */
+int zram__write_partial(struct zram *z, struct bio *bio, uint64_t index, unsigned int off,
+			const void *src, unsigned int len);
 
 static inline void slot_lock(struct zram_slot *s)
 {

@@ -1,0 +1,730 @@
+// SPDX-License-Identifier: MIT
+/*
+ * zram's writeback tier: every mode with the data compared after writeback
+ * and read back, partial I/O over written-back pages, a backing disk that
+ * fails, ENOSPC, the budget, reset, batching, and writeback racing with I/O.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <libbvec/zram.h>
+
+#include "pages.h"
+
+#define NP 16				/* pages in the small device */
+#define UNITS (PG >= 4096 ? PG / 4096 : 1) /* bd_stat units a page */
+
+/*
+ * A RAM disk for a backing device that can fail reads or writes and can
+ * complete bios on a thread of its own, after a delay, like real hardware.
+ */
+struct tdisk {
+	struct gendisk *disk;
+	unsigned char *mem;
+	atomic_bool fail_reads, fail_writes;
+	bool async;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct bio_list queue;
+	bool stop;
+	atomic_int inflight, max_inflight;
+};
+
+static void tdisk_serve(struct tdisk *t, struct bio *bio)
+{
+	uint64_t pos = bio->bi_iter.bi_sector << 9;
+	bool write = op_is_write(bio->bi_opf);
+	struct bvec_iter iter;
+	struct bio_vec bv;
+
+	if (write ? atomic_load(&t->fail_writes) : atomic_load(&t->fail_reads)) {
+		bio->bi_status = BLK_STS_IOERR;
+	} else {
+		bio_for_each_segment(bv, bio, iter) {
+			if (write)
+				memcpy(t->mem + pos, bvec_virt(&bv), bv.bv_len);
+			else
+				memcpy(bvec_virt(&bv), t->mem + pos, bv.bv_len);
+			pos += bv.bv_len;
+		}
+	}
+	atomic_fetch_sub(&t->inflight, 1);
+	bio_endio(bio);
+}
+
+static void *tdisk_thread(void *arg)
+{
+	struct tdisk *t = arg;
+	struct bio *bio;
+
+	pthread_mutex_lock(&t->mu);
+	for (;;) {
+		while (!(bio = bio_list_pop(&t->queue)) && !t->stop)
+			pthread_cond_wait(&t->cv, &t->mu);
+		if (!bio)
+			break;
+		pthread_mutex_unlock(&t->mu);
+		usleep(20); /* a device's latency: lets a batch queue up */
+		tdisk_serve(t, bio);
+		pthread_mutex_lock(&t->mu);
+	}
+	pthread_mutex_unlock(&t->mu);
+	return NULL;
+}
+
+static void tdisk_submit(struct bio *bio)
+{
+	struct tdisk *t = bio->bi_bdev->bd_disk->private_data;
+	int n = atomic_fetch_add(&t->inflight, 1) + 1, m = atomic_load(&t->max_inflight);
+
+	while (n > m && !atomic_compare_exchange_weak(&t->max_inflight, &m, n))
+		;
+	if (!t->async) {
+		tdisk_serve(t, bio);
+		return;
+	}
+	pthread_mutex_lock(&t->mu);
+	bio_list_add(&t->queue, bio);
+	pthread_cond_signal(&t->cv);
+	pthread_mutex_unlock(&t->mu);
+}
+
+static const struct block_device_operations tdisk_fops = { .submit_bio = tdisk_submit };
+
+static struct tdisk *tdisk_new(uint64_t pages, bool async)
+{
+	struct tdisk *t = calloc(1, sizeof(*t));
+	struct queue_limits lim;
+
+	ck_assert_ptr_nonnull(t);
+	t->mem = calloc(pages ? pages : 1, PG);
+	ck_assert_ptr_nonnull(t->mem);
+	blk_set_stacking_limits(&lim);
+	t->disk = blk_alloc_disk(&lim, -1);
+	ck_assert_ptr_nonnull(t->disk);
+	t->disk->fops = &tdisk_fops;
+	t->disk->private_data = t;
+	set_capacity(t->disk, pages * (PG / 512));
+	t->async = async;
+	bio_list_init(&t->queue);
+	pthread_mutex_init(&t->mu, NULL);
+	pthread_cond_init(&t->cv, NULL);
+	if (async)
+		ck_assert_int_eq(pthread_create(&t->thread, NULL, tdisk_thread, t), 0);
+	return t;
+}
+
+static void tdisk_free(struct tdisk *t)
+{
+	if (t->async) {
+		pthread_mutex_lock(&t->mu);
+		t->stop = true;
+		pthread_cond_signal(&t->cv);
+		pthread_mutex_unlock(&t->mu);
+		pthread_join(t->thread, NULL);
+	}
+	put_disk(t->disk);
+	free(t->mem);
+	free(t);
+}
+
+static struct zram *new_zram(uint64_t pages, struct gendisk *backing)
+{
+	struct zram_config cfg = ZRAM_CONFIG_INIT;
+	struct zram *z;
+
+	cfg.disksize = pages * PG;
+	cfg.pool.flags = ZPOOL_F_CHECKSUM;
+	z = zram_create(&cfg);
+	ck_assert_ptr_nonnull(z);
+	if (backing)
+		ck_assert_int_eq(zram_set_backing(z, backing), 0);
+	return z;
+}
+
+static int io(struct zram *z, blk_opf_t op, uint64_t byte_off, void *mem, unsigned int len)
+{
+	struct bio_vec table[1];
+	struct bio bio;
+	int ret;
+
+	bio_init(&bio, zram_disk(z)->part0, table, 1, op);
+	bio.bi_iter.bi_sector = byte_off >> 9;
+	if (mem)
+		bio_add_virt(&bio, mem, len);
+	else
+		bio.bi_iter.bi_size = len;
+	ret = submit_bio_wait(&bio);
+	bio_uninit(&bio);
+	return ret;
+}
+
+/*
+ * The small device's pages: text (0-3), incompressible (4-7, stored raw:
+ * "huge"), a zero page (8), a quarter page of random bytes then zeroes
+ * (9-15).  Returns in @model.
+ */
+static void fill(struct zram *z, unsigned char (*model)[PG], uint64_t seed)
+{
+	unsigned int i;
+
+	for (i = 0; i < NP; i++) {
+		enum page_kind k = i < 4 ? PAGE_TEXT : i < 8 ? PAGE_RANDOM :
+				   i == 8 ? PAGE_ZERO : PAGE_SIZED;
+
+		make_page(model[i], k, seed * 100 + i, (unsigned int)(PG / 4));
+		ck_assert_int_eq(io(z, REQ_OP_WRITE, i * PG, model[i], PG), 0);
+	}
+}
+
+static void check_all(struct zram *z, unsigned char (*model)[PG], unsigned int n)
+{
+	static unsigned char got[PG];
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		memset(got, 0xa5, PG);
+		ck_assert_int_eq(io(z, REQ_OP_READ, i * PG, got, PG), 0);
+		ck_assert_msg(!memcmp(got, model[i], PG), "page %u differs", i);
+	}
+}
+
+static void check_bd(struct zram *z, uint64_t count, uint64_t reads, uint64_t writes)
+{
+	struct zram_bd_stat bd;
+
+	zram_bd_stat(z, &bd);
+	ck_assert_uint_eq(bd.bd_count, count * UNITS);
+	ck_assert_uint_eq(bd.bd_reads, reads * UNITS);
+	ck_assert_uint_eq(bd.bd_writes, writes * UNITS);
+}
+
+/* orig_data_size counts every stored page, on the backing disk or not. */
+static void check_mm(struct zram *z, uint64_t stored, bool compr_zero)
+{
+	struct zpool_stats st;
+
+	zram_mm_stat(z, &st);
+	ck_assert_uint_eq(st.orig_data_size, stored * PG);
+	if (compr_zero)
+		ck_assert_uint_eq(st.compr_data_size, 0);
+}
+
+static bool page_on_backing(struct zram *z, uint64_t index)
+{
+	struct zram_block_state bs;
+	uint64_t i = index;
+
+	return !zram_block_state(z, &i, &bs) && i == index && (bs.flags & ZRAM_BS_WB);
+}
+
+struct mode_case {
+	enum zram_wb_mode mode;
+	uint64_t first, count;
+	unsigned int idle_touch; /* pages read after "all > idle": not idle */
+	int64_t want;
+	unsigned int wb[NP];	  /* which pages end up on the backing disk */
+};
+
+START_TEST(test_modes)
+{
+	static const struct mode_case cases[] = {
+		/* every page but the zero page */
+		{ ZRAM_WB_ALL, 0, UINT64_MAX, 0, 15,
+		  { 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1 } },
+		/* idle, pages 0 and 4 touched */
+		{ ZRAM_WB_IDLE, 0, UINT64_MAX, 2, 13,
+		  { 0, 1, 1, 1, 0, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1 } },
+		{ ZRAM_WB_HUGE, 0, UINT64_MAX, 0, 4,
+		  { 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0 } },
+		{ ZRAM_WB_HUGE_IDLE, 0, UINT64_MAX, 2, 3,
+		  { 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0 } },
+		/* nothing marked incompressible without recompression */
+		{ ZRAM_WB_INCOMPRESSIBLE, 0, UINT64_MAX, 0, 0, { 0 } },
+		/* page_indexes=2-6 */
+		{ ZRAM_WB_ALL, 2, 5, 0, 5,
+		  { 0, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0 } },
+		/* page_index=8: the zero page is never written back */
+		{ ZRAM_WB_ALL, 8, 1, 0, 0, { 0 } },
+		/* type=huge page_indexes=5-9 */
+		{ ZRAM_WB_HUGE, 5, 5, 0, 3,
+		  { 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0 } },
+	};
+	static unsigned char model[NP][PG], tmp[PG];
+	unsigned int c;
+
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		const struct mode_case *mc = &cases[c];
+		struct tdisk *t = tdisk_new(64, false);
+		struct zram *z = new_zram(NP, t->disk);
+		unsigned int i, nwb = 0;
+		struct zpool_stats before, after;
+
+		fill(z, model, c);
+		if (mc->mode & ZRAM_WB_IDLE) {
+			ck_assert_uint_eq(zram_idle_mark(z, 0), NP);
+			ck_assert_int_eq(io(z, REQ_OP_READ, 0, tmp, PG), 0);
+			ck_assert_int_eq(io(z, REQ_OP_READ, 4 * PG, tmp, PG), 0);
+		}
+		zram_mm_stat(z, &before);
+		ck_assert_int_eq(zram_writeback(z, mc->mode, mc->first, mc->count), mc->want);
+		for (i = 0; i < NP; i++) {
+			ck_assert_msg(page_on_backing(z, i) == (mc->wb[i] != 0),
+				      "case %u page %u", c, i);
+			nwb += mc->wb[i] != 0;
+		}
+		ck_assert_uint_eq(nwb, (unsigned int)mc->want);
+		check_mm(z, NP, false);
+		zram_mm_stat(z, &after);
+		/* Memory of the written-back pages was freed. */
+		if (nwb)
+			ck_assert_uint_lt(after.compr_data_size, before.compr_data_size);
+		check_bd(z, nwb, 0, nwb);
+		/* Reads come from the backing disk and leave the pages there. */
+		check_all(z, model, NP);
+		check_bd(z, nwb, nwb, nwb);
+		for (i = 0; i < NP; i++)
+			ck_assert(page_on_backing(z, i) == (mc->wb[i] != 0));
+		/* The pages are really on the backing disk: clobber it and see. */
+		if (nwb) {
+			memset(t->mem, 0x5a, 64 * PG);
+			for (i = 0; i < NP && !mc->wb[i]; i++)
+				;
+			ck_assert_int_eq(io(z, REQ_OP_READ, i * PG, tmp, PG), 0);
+			ck_assert_uint_eq(tmp[0], 0x5a);
+		}
+		zram_destroy(z);
+		tdisk_free(t);
+	}
+}
+END_TEST
+
+START_TEST(test_partial_io)
+{
+	static unsigned char model[NP][PG], buf[PG];
+	struct tdisk *t = tdisk_new(64, _i == 1);
+	struct zram *z = new_zram(NP, t->disk);
+	struct zram_io_stat ios;
+	uint64_t stored = NP;
+
+	fill(z, model, 7);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, UINT64_MAX), 15);
+	/* A partial read goes through a bounce page; the page stays out. */
+	ck_assert_int_eq(io(z, REQ_OP_READ, 512, buf, 1536), 0);
+	ck_assert(!memcmp(buf, model[0] + 512, 1536));
+	ck_assert(page_on_backing(z, 0));
+	check_bd(z, 15, 1, 15);
+	/* A partial write brings the page back, patched. */
+	memset(buf, 0xee, 1024);
+	ck_assert_int_eq(io(z, REQ_OP_WRITE, PG + 1024, buf, 1024), 0);
+	memset(model[1] + 1024, 0xee, 1024);
+	ck_assert(!page_on_backing(z, 1));
+	check_bd(z, 14, 2, 15);
+	/* Discarding a whole page releases its block. */
+	ck_assert_int_eq(io(z, REQ_OP_DISCARD, 2 * PG, NULL, PG), 0);
+	memset(model[2], 0, PG);
+	stored--;
+	check_bd(z, 13, 2, 15);
+	zram_io_stat(z, &ios);
+	ck_assert_uint_eq(ios.notify_free, 1);
+	/* Zeroing an edge of a written-back page: read, patch, store. */
+	ck_assert_int_eq(io(z, REQ_OP_WRITE_ZEROES, 3 * PG + PG - 512, NULL, 512), 0);
+	memset(model[3] + PG - 512, 0, 512);
+	ck_assert(!page_on_backing(z, 3));
+	check_bd(z, 12, 3, 15);
+	/* A whole-page write only releases the block. */
+	make_page(model[9], PAGE_TEXT, 999, 0);
+	ck_assert_int_eq(io(z, REQ_OP_WRITE, 9 * PG, model[9], PG), 0);
+	check_bd(z, 11, 3, 15);
+	check_mm(z, stored, false);
+	check_all(z, model, NP);
+	check_bd(z, 11, 3 + 11, 15);
+	zram_destroy(z);
+	tdisk_free(t);
+}
+END_TEST
+
+START_TEST(test_backing_fails)
+{
+	static unsigned char model[NP][PG], buf[PG];
+	struct tdisk *t = tdisk_new(64, _i == 1);
+	struct zram *z = new_zram(NP, t->disk);
+	struct zram_io_stat ios;
+	struct zpool_stats before, after;
+
+	fill(z, model, 3);
+	zram_mm_stat(z, &before);
+	atomic_store(&t->fail_writes, true);
+	/* Nothing lost: every page stays in memory; the errors are counted. */
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, UINT64_MAX), -EIO);
+	zram_io_stat(z, &ios);
+	ck_assert_uint_eq(ios.failed_writes, 15);
+	check_bd(z, 0, 0, 0);
+	zram_mm_stat(z, &after);
+	ck_assert_uint_eq(after.compr_data_size, before.compr_data_size);
+	check_all(z, model, NP);
+	atomic_store(&t->fail_writes, false);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, UINT64_MAX), 15);
+	check_bd(z, 15, 0, 15);
+	/* A failed read: -EIO to the reader, counted, the page kept. */
+	atomic_store(&t->fail_reads, true);
+	ck_assert_int_eq(io(z, REQ_OP_READ, 0, buf, PG), -EIO);
+	ck_assert_int_eq(io(z, REQ_OP_READ, PG + 512, buf, 512), -EIO);
+	memset(buf, 1, 512);
+	ck_assert_int_eq(io(z, REQ_OP_WRITE, 2 * PG, buf, 512), -EIO);
+	zram_io_stat(z, &ios);
+	ck_assert_uint_eq(ios.failed_reads, 3);
+	atomic_store(&t->fail_reads, false);
+	ck_assert(page_on_backing(z, 2));
+	check_all(z, model, NP);
+	zram_destroy(z);
+	tdisk_free(t);
+}
+END_TEST
+
+START_TEST(test_enospc)
+{
+	static unsigned char model[NP][PG];
+	struct tdisk *t = tdisk_new(3, false);
+	struct zram *z = new_zram(NP, t->disk);
+
+	fill(z, model, 4);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, UINT64_MAX), -ENOSPC);
+	ck_assert(page_on_backing(z, 0) && page_on_backing(z, 1) && page_on_backing(z, 2));
+	ck_assert(!page_on_backing(z, 3));
+	check_bd(z, 3, 0, 3);
+	/* A freed block is found again (first fit). */
+	ck_assert_int_eq(io(z, REQ_OP_DISCARD, PG, NULL, PG), 0);
+	memset(model[1], 0, PG);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 5, 1), 1);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 6, 1), -ENOSPC);
+	check_bd(z, 3, 0, 4);
+	check_mm(z, NP - 1, false);
+	check_all(z, model, NP);
+	zram_destroy(z);
+	tdisk_free(t);
+}
+END_TEST
+
+START_TEST(test_limit)
+{
+	static unsigned char model[NP][PG];
+	struct tdisk *t = tdisk_new(64, false);
+	struct zram *z = new_zram(NP, t->disk);
+	bool on = true;
+
+	fill(z, model, 5);
+	ck_assert_uint_eq(zram_writeback_limit(z, &on), 0);
+	ck_assert(!on);
+	/* A budget set while disabled is kept, not spent. */
+	zram_set_writeback_limit(z, 100 * UNITS);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, 1), 1);
+	ck_assert_uint_eq(zram_writeback_limit(z, NULL), 100 * UNITS);
+	/* Enabled with no budget: nothing is written. */
+	zram_set_writeback_limit(z, 0);
+	zram_set_writeback_limit_enable(z, true);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, UINT64_MAX), -EIO);
+	check_bd(z, 1, 0, 1);
+	/* Two pages' worth: two pages, then -EIO; nothing left. */
+	zram_set_writeback_limit(z, 2 * UNITS);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, UINT64_MAX), -EIO);
+	check_bd(z, 3, 0, 3);
+	ck_assert_uint_eq(zram_writeback_limit(z, &on), 0);
+	ck_assert(on);
+	/* A failed write gives its budget back. */
+	zram_set_writeback_limit(z, 1 * UNITS);
+	atomic_store(&t->fail_writes, true);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, UINT64_MAX), -EIO);
+	ck_assert_uint_eq(zram_writeback_limit(z, NULL), 1 * UNITS);
+	atomic_store(&t->fail_writes, false);
+	zram_set_writeback_limit_enable(z, false);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, UINT64_MAX), 12);
+	check_bd(z, 15, 0, 15);
+	check_all(z, model, NP);
+	zram_destroy(z);
+	tdisk_free(t);
+}
+END_TEST
+
+START_TEST(test_reset)
+{
+	static unsigned char model[NP][PG], buf[PG];
+	struct tdisk *t = tdisk_new(NP, _i == 1);
+	struct zram *z = new_zram(NP, t->disk);
+	bool on;
+
+	fill(z, model, 6);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, UINT64_MAX), 15);
+	zram_set_writeback_limit(z, 7);
+	zram_set_writeback_limit_enable(z, true);
+	ck_assert_int_eq(zram_reset(z), 0);
+	check_bd(z, 0, 0, 15);
+	check_mm(z, 0, true);
+	ck_assert_uint_eq(zram_writeback_limit(z, &on), 0);
+	ck_assert(!on);
+	memset(buf, 1, PG);
+	ck_assert_int_eq(io(z, REQ_OP_READ, 0, buf, PG), 0);
+	ck_assert_uint_eq(buf[0], 0);
+	/* Every block is free again: the whole device fits once more. */
+	fill(z, model, 8);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, UINT64_MAX), 15);
+	check_bd(z, 15, 0, 30);
+	check_all(z, model, NP);
+	zram_destroy(z);
+	tdisk_free(t);
+}
+END_TEST
+
+START_TEST(test_backing_rules)
+{
+	static unsigned char model[NP][PG];
+	struct tdisk *t = tdisk_new(64, false), *tiny = tdisk_new(0, false);
+	struct zram *z = new_zram(NP, NULL);
+	struct zram_block_state bs;
+	char line[128];
+	uint64_t i;
+
+	fill(z, model, 9);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, UINT64_MAX), -ENODEV);
+	set_capacity(tiny->disk, PG / 512 - 1); /* less than a page */
+	ck_assert_int_eq(zram_set_backing(z, tiny->disk), -EINVAL);
+	ck_assert_int_eq(zram_set_backing(z, t->disk), 0);
+	ck_assert_int_eq(zram_writeback(z, (enum zram_wb_mode)9, 0, 1), -EINVAL);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, NP, 1), -EINVAL);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 3, 1), 1);
+	ck_assert_int_eq(zram_set_backing(z, NULL), -EBUSY);
+	ck_assert_int_eq(zram_set_writeback_batch_size(z, 0), -EINVAL);
+	ck_assert_int_eq(zram_set_writeback_batch_size(z, 257), -EINVAL);
+	/* block_state: stored pages only, Linux's letters. */
+	i = 0;
+	ck_assert_int_eq(zram_block_state(z, &i, &bs), 0);
+	ck_assert_uint_eq(i, 0);
+	i = 3;
+	ck_assert_int_eq(zram_block_state(z, &i, &bs), 0);
+	zram_format_block_state(&bs, line, sizeof(line));
+	ck_assert_str_eq(line + 33, ".w....\n");
+	ck_assert_uint_eq(strlen(line), 40);
+	i = 4;
+	ck_assert_int_eq(zram_block_state(z, &i, &bs), 0);
+	zram_format_block_state(&bs, line, sizeof(line));
+	ck_assert_str_eq(line + 33, "..h...\n");
+	i = 8;
+	zram_idle_mark(z, 0);
+	ck_assert_int_eq(zram_block_state(z, &i, &bs), 0);
+	zram_format_block_state(&bs, line, sizeof(line));
+	ck_assert_str_eq(line + 33, "s..i..\n");
+	i = 3; /* a written-back page is not marked idle */
+	ck_assert_int_eq(zram_block_state(z, &i, &bs), 0);
+	ck_assert_uint_eq(bs.flags, ZRAM_BS_WB);
+	ck_assert_int_eq(io(z, REQ_OP_DISCARD, 15 * PG, NULL, PG), 0);
+	i = 15;
+	ck_assert_int_eq(zram_block_state(z, &i, &bs), -ENOENT);
+	zram_format_bd_stat(&(struct zram_bd_stat){ 1, 2, 3 }, line, sizeof(line));
+	ck_assert_str_eq(line, "       1        2        3\n");
+	/* Once nothing is on it, the backing disk may go. */
+	ck_assert_int_eq(io(z, REQ_OP_DISCARD, 3 * PG, NULL, PG), 0);
+	ck_assert_int_eq(zram_set_backing(z, NULL), 0);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, UINT64_MAX), -ENODEV);
+	zram_destroy(z);
+	tdisk_free(t);
+	tdisk_free(tiny);
+}
+END_TEST
+
+/* The file disk as the backing device, as zblk uses it. */
+START_TEST(test_file_disk)
+{
+	static unsigned char model[NP][PG];
+	FILE *f = tmpfile();
+	struct gendisk *d;
+	struct zram *z;
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(ftruncate(fileno(f), 64 * (off_t)PG), 0);
+	d = bvec_file_disk_create(fileno(f), NULL);
+	ck_assert_ptr_nonnull(d);
+	z = new_zram(NP, d);
+	fill(z, model, 10);
+	zram_idle_mark(z, 0);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_IDLE, 0, UINT64_MAX), 15);
+	check_all(z, model, NP);
+	check_bd(z, 15, 15, 15);
+	zram_destroy(z);
+	put_disk(d);
+	fclose(f);
+}
+END_TEST
+
+/* Many writes in flight on a disk that completes later; one with batch 1. */
+START_TEST(test_batch)
+{
+	static unsigned char model[NP][PG];
+	struct tdisk *t = tdisk_new(64, true);
+	struct zram *z = new_zram(NP, t->disk);
+
+	fill(z, model, 11);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, 8), 8);
+	ck_assert_int_gt(atomic_load(&t->max_inflight), 1);
+	ck_assert_int_le(atomic_load(&t->max_inflight), 32);
+	atomic_store(&t->max_inflight, 0);
+	ck_assert_int_eq(zram_set_writeback_batch_size(z, 1), 0);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, UINT64_MAX), 7);
+	ck_assert_int_eq(atomic_load(&t->max_inflight), 1);
+	check_bd(z, 15, 0, 15);
+	check_all(z, model, NP);
+	zram_destroy(z);
+	tdisk_free(t);
+}
+END_TEST
+
+/*
+ * Writeback racing with overwrites, partial writes, discards and reads of
+ * the same pages.  Each I/O thread owns a set of pages, so its model is
+ * exact; another thread marks everything idle and writes it back, over and
+ * over, and a third reads the first thread's pages while both run.
+ */
+#define RP 48
+#define RT 2
+
+struct race {
+	struct zram *z;
+	unsigned char (*model)[PG];
+	atomic_bool stop;
+	int64_t wb_total;
+};
+
+struct racer {
+	struct race *r;
+	unsigned int id;
+};
+
+static void *race_io(void *arg)
+{
+	struct racer *me = arg;
+	struct race *r = me->r;
+	struct rng g = { 77 + me->id };
+	unsigned char *buf = malloc(PG);
+	unsigned int n, ops = test_scale(3000);
+
+	for (n = 0; n < ops; n++) {
+		unsigned int p = rng_range(&g, 0, RP / RT - 1) * RT + me->id;
+		unsigned int off = rng_range(&g, 0, (unsigned int)(PG / 512) - 1) * 512;
+		unsigned int len = 512 * rng_range(&g, 1, (unsigned int)((PG - off) / 512));
+		unsigned char *m = r->model[p];
+
+		switch (rng_range(&g, 0, 5)) {
+		case 0:
+			make_page(m, (enum page_kind)rng_range(&g, 0, PAGE_RANDOM), n, 0);
+			ck_assert_int_eq(io(r->z, REQ_OP_WRITE, p * PG, m, PG), 0);
+			break;
+		case 1:
+			memset(buf, (int)rng_range(&g, 1, 255), len);
+			memcpy(m + off, buf, len);
+			ck_assert_int_eq(io(r->z, REQ_OP_WRITE, p * PG + off, buf, len), 0);
+			break;
+		case 2:
+			memset(m, 0, PG);
+			ck_assert_int_eq(io(r->z, REQ_OP_DISCARD, p * PG, NULL, PG), 0);
+			break;
+		case 3:
+			memset(m + off, 0, len);
+			ck_assert_int_eq(io(r->z, REQ_OP_WRITE_ZEROES, p * PG + off, NULL, len),
+					 0);
+			break;
+		default:
+			ck_assert_int_eq(io(r->z, REQ_OP_READ, p * PG + off, buf, len), 0);
+			ck_assert_msg(!memcmp(buf, m + off, len), "page %u", p);
+		}
+	}
+	free(buf);
+	return NULL;
+}
+
+static void *race_writeback(void *arg)
+{
+	struct race *r = arg;
+
+	while (!atomic_load(&r->stop)) {
+		int64_t n;
+
+		zram_idle_mark(r->z, 0);
+		n = zram_writeback(r->z, ZRAM_WB_IDLE, 0, UINT64_MAX);
+		ck_assert_int_ge(n, 0);
+		r->wb_total += n;
+		n = zram_writeback(r->z, ZRAM_WB_ALL, RP / 2, RP / 4);
+		ck_assert_int_ge(n, 0);
+		r->wb_total += n;
+	}
+	return NULL;
+}
+
+/* Reads pages that another thread writes: only checks the I/O succeeds. */
+static void *race_reader(void *arg)
+{
+	struct race *r = arg;
+	unsigned char *buf = malloc(PG);
+	unsigned int p = 0;
+
+	while (!atomic_load(&r->stop)) {
+		ck_assert_int_eq(io(r->z, REQ_OP_READ, (p % RP) * PG, buf, PG), 0);
+		ck_assert_int_eq(io(r->z, REQ_OP_READ, (p % RP) * PG + 512, buf, 1024), 0);
+		p++;
+	}
+	free(buf);
+	return NULL;
+}
+
+START_TEST(test_race)
+{
+	static unsigned char model[RP][PG];
+	struct tdisk *t = tdisk_new(RP, _i == 1);
+	struct race r = { .z = new_zram(RP, t->disk), .model = model };
+	struct racer me[RT];
+	pthread_t io_t[RT], wb_t, rd_t;
+	struct zram_bd_stat bd;
+	struct zram_io_stat ios;
+	unsigned int i;
+
+	memset(model, 0, sizeof(model));
+	for (i = 0; i < RT; i++) {
+		me[i] = (struct racer){ &r, i };
+		ck_assert_int_eq(pthread_create(&io_t[i], NULL, race_io, &me[i]), 0);
+	}
+	ck_assert_int_eq(pthread_create(&wb_t, NULL, race_writeback, &r), 0);
+	ck_assert_int_eq(pthread_create(&rd_t, NULL, race_reader, &r), 0);
+	for (i = 0; i < RT; i++)
+		pthread_join(io_t[i], NULL);
+	atomic_store(&r.stop, true);
+	pthread_join(wb_t, NULL);
+	pthread_join(rd_t, NULL);
+	check_all(r.z, model, RP);
+	ck_assert_int_gt(r.wb_total, 0);
+	/* Each block in use belongs to exactly one written-back page. */
+	zram_bd_stat(r.z, &bd);
+	for (i = 0; i < RP; i++)
+		bd.bd_count -= page_on_backing(r.z, i) ? UNITS : 0;
+	ck_assert_uint_eq(bd.bd_count, 0);
+	zram_io_stat(r.z, &ios);
+	ck_assert_uint_eq(ios.failed_reads + ios.failed_writes, 0);
+	zram_destroy(r.z);
+	tdisk_free(t);
+}
+END_TEST
+
+int main(void)
+{
+	const TTest *const device[] = { test_modes, test_enospc, test_limit, test_backing_rules,
+					test_file_disk, test_batch, NULL };
+	/* _i = 0: a disk that completes inside submit_bio; 1: on its own thread. */
+	const TTest *const both[] = { test_partial_io, test_backing_fails, test_reset, test_race,
+				      NULL };
+	const struct test_group groups[] = {
+		{ .name = "device", .tests = device, .timeout = 600 },
+		{ .name = "sync_async", .tests = both, .timeout = 600, .loops = 2 },
+		{ .name = NULL },
+	};
+
+	return test_main("zram_writeback", groups);
+}
