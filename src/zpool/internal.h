@@ -389,6 +389,10 @@ struct zpool__codec {
 };
 
 #define ZP_LEN_CODEC ((unsigned int)ZP_PAGE_SIZE)
+/* A raw object is exactly ZP_LEN_CODEC long; one with a codec byte is longer. */
+#define zp_entry_has_codec(e) (zp_entry_len(e) > ZP_LEN_CODEC)
+#define zp_entry_obj_len(e) (zp_entry_has_codec(e) ? zp_entry_len(e) - ZP_LEN_CODEC : \
+			     zp_entry_len(e))
 #define ZP_CODECS 256u		/* ids 1..255; 0 is the plain compressor */
 #define ZP_CODEC_SLOTS 4u	/* zram's priorities: 0 primary, 1..3 recompression */
 

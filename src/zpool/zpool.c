@@ -536,7 +536,7 @@ int zpool_load(struct zpool *pool, zpool_handle_t handle, void *page)
 	}
 	zsp = zpool__zspage(pool, zp_entry_zspage(e));
 	src = zpool__obj_addr(c, zsp, zp_entry_slot(e));
-	len = zp_entry_len(e) & ~ZP_LEN_CODEC;
+	len = zp_entry_obj_len(e);
 	if (pool->flags & ZPOOL_F_CHECKSUM) {
 		uint32_t want;
 
@@ -551,7 +551,7 @@ int zpool_load(struct zpool *pool, zpool_handle_t handle, void *page)
 	}
 	if (c->huge)
 		memcpy(page, src, ZP_PAGE_SIZE);
-	else if (zp_entry_len(e) & ZP_LEN_CODEC)
+	else if (zp_entry_has_codec(e))
 		ret = zpool__codec_decompress(obj_codec(pool, src), src + 1, len - 1, page);
 	else
 		ret = zpool__decompress(pool->comp, src, len, page);
@@ -586,14 +586,14 @@ void zpool_free(struct zpool *pool, zpool_handle_t handle)
 		atomic_store_explicit(zpool__table_slot(&pool->handles, (uint32_t)handle), 0,
 				      memory_order_release);
 		zsp = zpool__zspage(pool, zp_entry_zspage(e));
-		if (zp_entry_len(e) & ZP_LEN_CODEC && !c->huge)
+		if (zp_entry_has_codec(e))
 			codec = (struct zpool__codec *)obj_codec(
 				pool, zpool__obj_addr(c, zsp, zp_entry_slot(e)));
 		zpool__obj_free(pool, c, zsp, zp_entry_slot(e));
 		zpool__rw_unlock(c->lock);
 		if (codec)
 			codec_put(pool, codec);
-		len = zp_entry_len(e) & ~ZP_LEN_CODEC;
+		len = zp_entry_obj_len(e);
 		atomic_fetch_sub(&pool->compr_bytes, len);
 		if (c->huge)
 			atomic_fetch_sub(&pool->huge_pages, 1);
@@ -606,7 +606,7 @@ size_t zpool_obj_size(struct zpool *pool, zpool_handle_t handle)
 {
 	uint64_t e = lookup(pool, handle);
 
-	return zp_entry_tag(e) == ZP_TAG_OBJ ? zp_entry_len(e) & ~ZP_LEN_CODEC : 0;
+	return zp_entry_tag(e) == ZP_TAG_OBJ ? zp_entry_obj_len(e) : 0;
 }
 
 size_t zpool_compact(struct zpool *pool)
@@ -672,12 +672,12 @@ int zpool__corrupt(struct zpool *pool, zpool_handle_t handle, size_t offset,
 	struct size_class *c;
 	struct zspage *zsp;
 
-	if (zp_entry_tag(e) != ZP_TAG_OBJ || offset >= (zp_entry_len(e) & ~ZP_LEN_CODEC))
+	if (zp_entry_tag(e) != ZP_TAG_OBJ || offset >= zp_entry_obj_len(e))
 		return -EINVAL;
 	c = pool->classes[zp_entry_class(e)];
 	zpool__write_lock(c->lock);
 	e = relookup(pool, handle, c);
-	if (!e || offset >= (zp_entry_len(e) & ~ZP_LEN_CODEC)) {
+	if (!e || offset >= zp_entry_obj_len(e)) {
 		zpool__rw_unlock(c->lock);
 		return -EINVAL;
 	}

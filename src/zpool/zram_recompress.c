@@ -178,6 +178,7 @@ struct cand {
 struct scan {
 	const struct zram_recompress_params *p;
 	unsigned int hi;	/* the highest priority to try */
+	unsigned int top;	/* the highest priority with an algorithm */
 	struct cand *v;
 	size_t n, cap;
 	int err;
@@ -292,7 +293,8 @@ static int recompress_one(struct zram *z, struct scan *sc, unsigned int lo,
 		atomic_fetch_and_explicit(&s->flags, ~ZRAM_RECOMP_FLAGS, memory_order_relaxed);
 		atomic_fetch_or_explicit(&s->flags, ZRAM_RECOMP | prio << ZRAM_PRIO_SHIFT,
 					 memory_order_relaxed);
-	} else if (!ret && tried == sc->hi) {
+	} else if (!ret && tried == sc->top) {
+		/* As Linux: only the last algorithm's failure condemns a page. */
 		atomic_fetch_or_explicit(&s->flags, ZRAM_INCOMPRESSIBLE, memory_order_relaxed);
 	}
 	slot_unlock(s);
@@ -303,15 +305,18 @@ static int recompress_one(struct zram *z, struct scan *sc, unsigned int lo,
 
 /* The priorities to try: [*lo, *hi], or -EINVAL if none is usable. */
 static int prio_range(struct zram *z, const struct zram_recompress_params *p,
-		      unsigned int *lo, unsigned int *hi)
+		      unsigned int *lo, unsigned int *hi, unsigned int *top)
 {
 	unsigned int prio, found = 0;
 	int comp, level;
 
-	*lo = *hi = 0;
+	*lo = *hi = *top = 0;
 	for (prio = 1; prio <= PRIO_MAX; prio++) {
 		if (zpool__codec_slot_info(z->pool, prio, &comp, &level))
 			continue;
+		*top = prio;
+		if (found && (p->algo || p->priority))
+			continue; /* one algorithm only, as Linux's algo= and priority= */
 		if (p->algo && strcmp(p->algo, zpool__comp_name(comp)))
 			continue;
 		if (p->priority && p->priority != prio)
@@ -319,15 +324,13 @@ static int prio_range(struct zram *z, const struct zram_recompress_params *p,
 		if (!found++)
 			*lo = prio;
 		*hi = prio;
-		if (p->algo || p->priority)
-			break; /* one algorithm only, as Linux's algo= and priority= */
 	}
 	return found ? 0 : -EINVAL;
 }
 
 int64_t zram_recompress(struct zram *z, const struct zram_recompress_params *p)
 {
-	struct scan sc = { p, 0, NULL, 0, 0, 0 };
+	struct scan sc = { p, 0, 0, NULL, 0, 0, 0 };
 	unsigned char *page = NULL;
 	unsigned int lo;
 	int64_t done = 0;
@@ -343,7 +346,7 @@ int64_t zram_recompress(struct zram *z, const struct zram_recompress_params *p)
 		ret = -ENODEV;
 		goto out;
 	}
-	ret = prio_range(z, p, &lo, &sc.hi);
+	ret = prio_range(z, p, &lo, &sc.hi, &sc.top);
 	if (ret)
 		goto out;
 	page = zpool__os_alloc(ZP_PAGE_SIZE);

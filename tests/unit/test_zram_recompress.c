@@ -1,0 +1,532 @@
+// SPDX-License-Identifier: MIT
+/*
+ * zram recompression, algorithm parameters and dictionaries: data read back
+ * byte for byte, statistics, incompressible marking, max_pages, threshold,
+ * old pages after a new dictionary, and recompression racing with I/O.
+ */
+#include <pthread.h>
+#include <stdio.h>
+
+#include <libbvec/zram.h>
+
+#include "testutil.h"
+#include "zpool/zram_internal.h"
+
+#define PG BVEC_PAGE_SIZE
+#define NPAGES 128
+
+static const char *const words[] = {
+	"the ", "zram ", "device ", "page ", "compressed ", "memory ", "of ", "a ",
+	"block ", "to ", "and ", "size ", "class ", "object ", "pool ", "handle ",
+	"write ", "read ", "in ", "is ", "with ", "idle ", "huge ", "slot ",
+};
+
+/* Words at random, headed by the page's index and generation: text compresses. */
+static void text_page(unsigned char *p, uint64_t index, uint32_t gen)
+{
+	struct rng r = { index * 7919 + gen * 104729 + 1 };
+	size_t off;
+
+	memcpy(p, &index, sizeof(index));
+	memcpy(p + sizeof(index), &gen, sizeof(gen));
+	for (off = 12; off < PG;) {
+		const char *w = words[rng_next(&r) % (sizeof(words) / sizeof(words[0]))];
+		size_t n = strlen(w);
+
+		if (n > PG - off)
+			n = PG - off;
+		memcpy(p + off, w, n);
+		off += n;
+	}
+}
+
+static void random_page(unsigned char *p, uint64_t seed)
+{
+	struct rng r = { seed * 31 + 7 };
+	size_t i;
+
+	for (i = 0; i < PG; i += 8) {
+		uint64_t v = rng_next(&r);
+
+		memcpy(p + i, &v, 8);
+	}
+}
+
+static int do_io(struct zram *z, blk_opf_t op, uint64_t index, void *page)
+{
+	struct bio_vec bv;
+	struct bio bio;
+
+	bio_init(&bio, zram_disk(z)->part0, &bv, 1, op);
+	bio.bi_iter.bi_sector = index * (PG >> 9);
+	ck_assert_int_eq(bio_add_virt(&bio, page, PG), (int)PG);
+	return submit_bio_wait(&bio);
+}
+
+static struct zram *new_zram(const char *comp)
+{
+	struct zram_config cfg = ZRAM_CONFIG_INIT;
+	struct zram *z;
+
+	cfg.disksize = (uint64_t)NPAGES * PG;
+	cfg.pool.compressor = comp;
+	cfg.pool.flags = ZPOOL_F_CHECKSUM;
+	z = zram_create(&cfg);
+	ck_assert_ptr_nonnull(z);
+	return z;
+}
+
+/* The secondary algorithm that beats lz4 on text: zstd where built. */
+static const char *strong(void)
+{
+	return zpool_has_compressor("zstd") ? "zstd" : "lz4hc";
+}
+
+static uint32_t flags_of(struct zram *z, uint64_t index)
+{
+	struct zram_slot *s = zram__slot_get(z, index, false);
+
+	return s ? atomic_load(&s->flags) : 0;
+}
+
+static uint32_t handle_of(struct zram *z, uint64_t index)
+{
+	return zram__slot_get(z, index, false)->handle;
+}
+
+static void check_text(struct zram *z, uint64_t index, uint32_t gen)
+{
+	unsigned char want[PG], got[PG];
+
+	text_page(want, index, gen);
+	ck_assert_int_eq(do_io(z, REQ_OP_READ, index, got), 0);
+	ck_assert_msg(!memcmp(want, got, PG), "page %llu differs", (unsigned long long)index);
+}
+
+START_TEST(test_recompress_idle)
+{
+	struct zram_recompress_params p = ZRAM_RECOMPRESS_PARAMS_INIT;
+	struct zram *z = new_zram("lz4");
+	struct zpool_stats before, after;
+	unsigned char page[PG];
+	uint64_t i;
+	int64_t n;
+
+	for (i = 0; i < NPAGES; i++) {
+		text_page(page, i, 0);
+		ck_assert_int_eq(do_io(z, REQ_OP_WRITE, i, page), 0);
+	}
+	/* No secondary algorithm yet: nothing to recompress with. */
+	ck_assert_int_eq(zram_recompress(z, &p), -EINVAL);
+	ck_assert_int_eq(zram_set_recomp_algorithm(z, strong(), 1), 0);
+	/* Only idle pages: none are. */
+	p.type = ZRAM_RECOMP_IDLE;
+	ck_assert_int_eq(zram_recompress(z, &p), 0);
+	ck_assert_uint_eq(zram_idle_mark(z, 0), NPAGES);
+	/* Touch page 0: it is no longer idle, so it stays as lz4 wrote it. */
+	check_text(z, 0, 0);
+	zram_mm_stat(z, &before);
+	n = zram_recompress(z, &p);
+	ck_assert_int_eq(n, NPAGES - 1);
+	zram_mm_stat(z, &after);
+	ck_assert_uint_lt(after.compr_data_size, before.compr_data_size);
+	ck_assert_uint_lt(after.mem_used_total, before.mem_used_total);
+	ck_assert_uint_eq(after.orig_data_size, before.orig_data_size);
+	ck_assert_uint_eq(flags_of(z, 0) & ZRAM_RECOMP, 0);
+	for (i = 1; i < NPAGES; i++) {
+		ck_assert_uint_eq(flags_of(z, i) & (ZRAM_RECOMP | ZRAM_PRIO_MASK),
+				  ZRAM_RECOMP | 1u << ZRAM_PRIO_SHIFT);
+		/* Recompression is not an access: the idle mark stays. */
+		ck_assert(flags_of(z, i) & ZRAM_IDLE);
+	}
+	for (i = 0; i < NPAGES; i++)
+		check_text(z, i, 0);
+	/* Done at the highest priority: nothing is tried again. */
+	ck_assert_int_eq(zram_recompress(z, &(struct zram_recompress_params)
+					 ZRAM_RECOMPRESS_PARAMS_INIT), 1);
+	/* A new write forgets the marks; the old object is gone. */
+	text_page(page, 5, 1);
+	ck_assert_int_eq(do_io(z, REQ_OP_WRITE, 5, page), 0);
+	ck_assert_uint_eq(flags_of(z, 5) & ZRAM_RECOMP_FLAGS, 0);
+	check_text(z, 5, 1);
+	zram_destroy(z);
+}
+END_TEST
+
+START_TEST(test_incompressible)
+{
+	struct zram_recompress_params p = ZRAM_RECOMPRESS_PARAMS_INIT;
+	struct zram *z = new_zram("lz4");
+	unsigned char page[PG], got[PG];
+	uint64_t i;
+
+	for (i = 0; i < 8; i++) {
+		random_page(page, i);
+		ck_assert_int_eq(do_io(z, REQ_OP_WRITE, i, page), 0);
+		text_page(page, i + 8, 0);
+		ck_assert_int_eq(do_io(z, REQ_OP_WRITE, i + 8, page), 0);
+	}
+	ck_assert_int_eq(zram_set_recomp_algorithm(z, "lz4hc", 1), 0);
+	ck_assert_int_eq(zram_set_recomp_algorithm(z, strong(), 2), 0);
+	p.type = ZRAM_RECOMP_HUGE;
+	/* Both priorities fail on random data: no page moves, all are marked. */
+	ck_assert_int_eq(zram_recompress(z, &p), 0);
+	for (i = 0; i < 8; i++) {
+		ck_assert(flags_of(z, i) & ZRAM_INCOMPRESSIBLE);
+		ck_assert_uint_eq(flags_of(z, i + 8) & ZRAM_RECOMP_FLAGS, 0);
+		random_page(page, i);
+		ck_assert_int_eq(do_io(z, REQ_OP_READ, i, got), 0);
+		ck_assert(!memcmp(page, got, PG));
+	}
+	/* Marked pages are skipped: not even counted against max_pages. */
+	p.type = ZRAM_RECOMP_ALL;
+	p.max_pages = 8;
+	ck_assert_int_eq(zram_recompress(z, &p), 8);
+	for (i = 8; i < 16; i++)
+		ck_assert(flags_of(z, i) & ZRAM_RECOMP);
+	/* Only priority 1 tried, and it failed: not the highest, so not marked. */
+	random_page(page, 100);
+	ck_assert_int_eq(do_io(z, REQ_OP_WRITE, 20, page), 0);
+	p.priority = 1;
+	p.max_pages = 0;
+	p.type = ZRAM_RECOMP_HUGE;
+	ck_assert_int_eq(zram_recompress(z, &p), 0);
+	ck_assert_uint_eq(flags_of(z, 20) & ZRAM_INCOMPRESSIBLE, 0);
+	p.priority = 0;
+	p.algo = strong();
+	ck_assert_int_eq(zram_recompress(z, &p), 0);
+	ck_assert(flags_of(z, 20) & ZRAM_INCOMPRESSIBLE);
+	zram_destroy(z);
+}
+END_TEST
+
+START_TEST(test_max_pages_threshold)
+{
+	struct zram_recompress_params p = ZRAM_RECOMPRESS_PARAMS_INIT;
+	struct zram *z = new_zram("lz4");
+	unsigned char page[PG];
+	size_t sizes[NPAGES], sorted[NPAGES], thr;
+	uint64_t i, j, touched = 0;
+
+	for (i = 0; i < NPAGES; i++) {
+		text_page(page, i, 0);
+		/* Runs of zeroes of different lengths spread the object sizes. */
+		memset(page + 64, 0, i * (PG / 2) / NPAGES);
+		ck_assert_int_eq(do_io(z, REQ_OP_WRITE, i, page), 0);
+		sizes[i] = zpool_obj_size(z->pool, handle_of(z, i));
+		sorted[i] = sizes[i];
+	}
+	/* Descending, to find the fourth largest. */
+	for (i = 0; i < NPAGES; i++)
+		for (j = i + 1; j < NPAGES; j++)
+			if (sorted[j] > sorted[i]) {
+				size_t t = sorted[i];
+
+				sorted[i] = sorted[j];
+				sorted[j] = t;
+			}
+	ck_assert_uint_gt(sorted[3], sorted[4]); /* distinct enough to tell */
+	ck_assert_int_eq(zram_set_recomp_algorithm(z, strong(), 3), 0);
+	p.max_pages = 4;
+	ck_assert_int_eq(zram_recompress(z, &p), 4);
+	/* Largest first: exactly the four largest were tried. */
+	for (i = 0; i < NPAGES; i++) {
+		bool done = flags_of(z, i) & ZRAM_RECOMP_FLAGS;
+
+		ck_assert_int_eq(done, sizes[i] >= sorted[3]);
+		touched += done;
+	}
+	ck_assert_uint_eq(touched, 4);
+	/* threshold: only objects at least that large. */
+	thr = sorted[NPAGES / 2];
+	p.max_pages = 0;
+	p.threshold = thr;
+	ck_assert_int_gt(zram_recompress(z, &p), 0);
+	for (i = 0; i < NPAGES; i++) {
+		if (sizes[i] < thr)
+			ck_assert_uint_eq(flags_of(z, i) & ZRAM_RECOMP_FLAGS, 0);
+		else
+			ck_assert_uint_ne(flags_of(z, i) & ZRAM_RECOMP_FLAGS, 0);
+		text_page(page, i, 0);
+		memset(page + 64, 0, i * (PG / 2) / NPAGES);
+		{
+			unsigned char got[PG];
+
+			ck_assert_int_eq(do_io(z, REQ_OP_READ, i, got), 0);
+			ck_assert(!memcmp(page, got, PG));
+		}
+	}
+	zram_destroy(z);
+}
+END_TEST
+
+/* Live codecs of the device's pool (ids in use). */
+static unsigned int live_codecs(struct zram *z)
+{
+	unsigned int i, n = 0;
+
+	for (i = 1; i < ZP_CODECS; i++)
+		n += atomic_load(&z->pool->codecs->tab[i]) != NULL;
+	return n;
+}
+
+static void dict_of(unsigned char *d, size_t len, uint32_t seed)
+{
+	size_t off;
+
+	for (off = 0; off < len; off += PG) {
+		unsigned char page[PG];
+
+		text_page(page, 1000 + off / PG, seed);
+		memcpy(d + off, page, len - off < PG ? len - off : PG);
+	}
+}
+
+static void dictionaries(const char *comp)
+{
+	static unsigned char d1[16384], d2[16384];
+	struct zpool_stats plain, with;
+	struct zram *z = new_zram(comp);
+	unsigned char page[PG];
+	uint64_t i;
+
+	dict_of(d1, sizeof(d1), 1);
+	dict_of(d2, sizeof(d2), 2);
+	for (i = 0; i < 16; i++) {
+		text_page(page, i, 0);
+		ck_assert_int_eq(do_io(z, REQ_OP_WRITE, i, page), 0);
+	}
+	zram_mm_stat(z, &plain);
+	ck_assert_int_eq(zram_set_algorithm_params(z, 0, 0, d1, sizeof(d1)), 0);
+	for (i = 16; i < 32; i++) {
+		text_page(page, i, 0);
+		ck_assert_int_eq(do_io(z, REQ_OP_WRITE, i, page), 0);
+	}
+	zram_mm_stat(z, &with);
+	/* The same kind of text again, with a dictionary of it: smaller. */
+	ck_assert_uint_lt(with.compr_data_size - plain.compr_data_size, plain.compr_data_size);
+	ck_assert_int_eq(zram_set_algorithm_params(z, 0, 0, d2, sizeof(d2)), 0);
+	for (i = 32; i < 48; i++) {
+		text_page(page, i, 0);
+		ck_assert_int_eq(do_io(z, REQ_OP_WRITE, i, page), 0);
+	}
+	ck_assert_int_eq(zram_set_algorithm_params(z, 0, 0, NULL, 0), 0);
+	for (i = 48; i < 64; i++) {
+		text_page(page, i, 0);
+		ck_assert_int_eq(do_io(z, REQ_OP_WRITE, i, page), 0);
+	}
+	/* Both dictionaries still read their pages; the slot holds neither. */
+	ck_assert_uint_eq(live_codecs(z), 2);
+	for (i = 0; i < 64; i++)
+		check_text(z, i, 0);
+	/* Compaction moves objects with their codec byte. */
+	zram_compact(z);
+	for (i = 0; i < 64; i++)
+		check_text(z, i, 0);
+	/* The last page of d1 rewritten: d1 is freed, d2 still used. */
+	for (i = 16; i < 32; i++) {
+		text_page(page, i, 1);
+		ck_assert_int_eq(do_io(z, REQ_OP_WRITE, i, page), 0);
+	}
+	ck_assert_uint_eq(live_codecs(z), 1);
+	for (i = 16; i < 32; i++)
+		check_text(z, i, 1);
+	for (i = 32; i < 48; i++)
+		check_text(z, i, 0);
+	zram_destroy(z);
+}
+
+START_TEST(test_dictionary_versions)
+{
+	dictionaries("lz4");
+	dictionaries("lz4hc");
+	if (zpool_has_compressor("zstd"))
+		dictionaries("zstd");
+}
+END_TEST
+
+START_TEST(test_train_dict)
+{
+	struct zram *z = new_zram("lz4");
+	unsigned char page[PG];
+	uint64_t i;
+	int n;
+
+	ck_assert_int_eq(zram_train_dict(z, 0, 65536), zpool_has_compressor("zstd") ?
+			 -ENODATA : -EOPNOTSUPP);
+	for (i = 0; i < NPAGES; i++) {
+		text_page(page, i, 0);
+		ck_assert_int_eq(do_io(z, REQ_OP_WRITE, i, page), 0);
+	}
+	n = zram_train_dict(z, 0, 16384);
+	if (!zpool_has_compressor("zstd")) {
+		ck_assert_int_eq(n, -EOPNOTSUPP);
+		zram_destroy(z);
+		return;
+	}
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_le(n, 16384);
+	for (i = 0; i < NPAGES / 2; i++) {
+		text_page(page, i, 1);
+		ck_assert_int_eq(do_io(z, REQ_OP_WRITE, i, page), 0);
+	}
+	for (i = 0; i < NPAGES; i++)
+		check_text(z, i, i < NPAGES / 2);
+	ck_assert_int_eq(zram_set_recomp_algorithm(z, "zstd", 1), 0);
+	ck_assert_int_gt(zram_train_dict(z, 1, 16384), 0);
+	ck_assert_int_gt(zram_recompress(z, &(struct zram_recompress_params)
+					 ZRAM_RECOMPRESS_PARAMS_INIT), 0);
+	for (i = 0; i < NPAGES; i++)
+		check_text(z, i, i < NPAGES / 2);
+	zram_destroy(z);
+}
+END_TEST
+
+START_TEST(test_invalid_and_reset)
+{
+	struct zram_recompress_params p = ZRAM_RECOMPRESS_PARAMS_INIT;
+	struct zram *z = new_zram("lz4");
+	const char *name = NULL;
+	int level = 0;
+
+	ck_assert_int_eq(zram_set_recomp_algorithm(z, "lz4hc", 0), -EINVAL);
+	ck_assert_int_eq(zram_set_recomp_algorithm(z, "lz4hc", 4), -EINVAL);
+	ck_assert_int_eq(zram_set_recomp_algorithm(z, "nope", 1), -EINVAL);
+	ck_assert_int_eq(zram_set_recomp_algorithm(NULL, "lz4hc", 1), -EINVAL);
+	ck_assert_int_eq(zram_get_algorithm(z, 1, &name, &level), -ENOENT);
+	ck_assert_int_eq(zram_set_algorithm_params(z, 1, 3, NULL, 0), -EINVAL);
+	ck_assert_int_eq(zram_set_algorithm_params(z, 0, 0, NULL, 5), -EINVAL);
+	ck_assert_int_eq(zram_set_recomp_algorithm(z, "lz4hc", 2), 0);
+	ck_assert_int_eq(zram_set_algorithm_params(z, 2, 99, NULL, 0), -EINVAL);
+	ck_assert_int_eq(zram_set_algorithm_params(z, 2, 9, NULL, 0), 0);
+	ck_assert_int_eq(zram_get_algorithm(z, 2, &name, &level), 0);
+	ck_assert_str_eq(name, "lz4hc");
+	ck_assert_int_eq(level, 9);
+	ck_assert_int_eq(zram_get_algorithm(z, 0, &name, &level), 0);
+	ck_assert_str_eq(name, "lz4");
+	p.type = (enum zram_recomp_type)7;
+	ck_assert_int_eq(zram_recompress(z, &p), -EINVAL);
+	p.type = ZRAM_RECOMP_ALL;
+	p.algo = "zstd-not";
+	ck_assert_int_eq(zram_recompress(z, &p), -EINVAL);
+	p.algo = NULL;
+	p.priority = 1;
+	ck_assert_int_eq(zram_recompress(z, &p), -EINVAL);
+	p.priority = 2;
+	ck_assert_int_eq(zram_recompress(z, &p), 0);
+	/* Reset forgets every setting, as Linux's. */
+	ck_assert_int_eq(zram_reset(z), 0);
+	ck_assert_int_eq(zram_get_algorithm(z, 2, &name, &level), -ENOENT);
+	zram_destroy(z);
+}
+END_TEST
+
+/*
+ * Writers rewrite pages with new generations and check what they read
+ * while recompression, dictionary changes and idle marking run.
+ */
+struct race {
+	struct zram *z;
+	atomic_bool stop;
+	unsigned int id;
+	atomic_uint gens[NPAGES];
+};
+
+static void *race_writer(void *arg)
+{
+	struct race *r = arg;
+	struct rng g = { 99 + r->id };
+	unsigned char page[PG], got[PG];
+	unsigned int k, rounds = test_scale(3000);
+
+	for (k = 0; k < rounds; k++) {
+		/* Writers own alternate pages, so the generation is known. */
+		uint64_t i = rng_range(&g, 0, NPAGES / 2 - 1) * 2 + r->id;
+		unsigned int gen = atomic_load(&r->gens[i]);
+
+		if (rng_next(&g) % 3) {
+			gen++;
+			text_page(page, i, gen);
+			ck_assert_int_eq(do_io(r->z, REQ_OP_WRITE, i, page), 0);
+			atomic_store(&r->gens[i], gen);
+		} else {
+			text_page(page, i, gen);
+			ck_assert_int_eq(do_io(r->z, REQ_OP_READ, i, got), 0);
+			ck_assert_msg(!memcmp(page, got, PG), "page %llu", (unsigned long long)i);
+		}
+	}
+	return NULL;
+}
+
+static void *race_control(void *arg)
+{
+	struct race *r = arg;
+	static unsigned char d[8192];
+	unsigned int k = 0;
+
+	dict_of(d, sizeof(d), 3);
+	while (!atomic_load(&r->stop)) {
+		struct zram_recompress_params p = ZRAM_RECOMPRESS_PARAMS_INIT;
+
+		p.type = k % 2 ? ZRAM_RECOMP_IDLE : ZRAM_RECOMP_ALL;
+		zram_idle_mark(r->z, 0);
+		ck_assert_int_ge(zram_recompress(r->z, &p), 0);
+		ck_assert_int_eq(zram_set_algorithm_params(r->z, 0, 0, k % 2 ? d : NULL,
+							   k % 2 ? sizeof(d) : 0), 0);
+		ck_assert_int_eq(zram_set_recomp_algorithm(r->z, k % 3 ? strong() : "lz4hc",
+							   1 + k % 2), 0);
+		k++;
+	}
+	return NULL;
+}
+
+START_TEST(test_races)
+{
+	struct race r[2];
+	pthread_t w[2], c;
+	struct zram *z = new_zram("lz4");
+	unsigned char page[PG];
+	uint64_t i;
+
+	memset(r, 0, sizeof(r));
+	for (i = 0; i < NPAGES; i++) {
+		text_page(page, i, 0);
+		ck_assert_int_eq(do_io(z, REQ_OP_WRITE, i, page), 0);
+	}
+	ck_assert_int_eq(zram_set_recomp_algorithm(z, strong(), 1), 0);
+	for (i = 0; i < 2; i++) {
+		r[i].z = z;
+		r[i].id = (unsigned int)i;
+		ck_assert_int_eq(pthread_create(&w[i], NULL, race_writer, &r[i]), 0);
+	}
+	ck_assert_int_eq(pthread_create(&c, NULL, race_control, &r[0]), 0);
+	for (i = 0; i < 2; i++)
+		pthread_join(w[i], NULL);
+	atomic_store(&r[0].stop, true);
+	pthread_join(c, NULL);
+	for (i = 0; i < NPAGES; i++)
+		check_text(z, i, atomic_load(&r[i % 2].gens[i]));
+	zram_destroy(z);
+}
+END_TEST
+
+int main(void)
+{
+	const TTest *const recompress[] = {
+		test_recompress_idle,
+		test_incompressible,
+		test_max_pages_threshold,
+		test_invalid_and_reset,
+		NULL
+	};
+	const TTest *const dicts[] = { test_dictionary_versions, test_train_dict, NULL };
+	const TTest *const races[] = { test_races, NULL };
+	const struct test_group groups[] = {
+		{ .name = "recompress", .tests = recompress, .timeout = 600 },
+		{ .name = "dictionaries", .tests = dicts, .timeout = 600 },
+		{ .name = "races", .tests = races, .timeout = 600 },
+		{ .name = NULL },
+	};
+
+	return test_main("zram_recompress", groups);
+}
