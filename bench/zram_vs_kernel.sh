@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: MIT
 # zblk against the kernel's zram on the same pages, the same dd and the
 # same compressor, in one run: both mm_stats, the memory ratio, and
-# sequential 1 MiB direct-I/O throughput (best of 3), plus zblk's "null"
-# mode, which stores nothing, to show what FUSE itself costs.
+# sequential 1 MiB direct-I/O throughput (best of 3), 4 KiB random reads
+# and writes (fio, 2 jobs, psync, direct I/O: the FUSE round trip's cost),
+# plus zblk's "null" mode, which stores nothing, to show what FUSE itself
+# costs.
 #
 #   bench/zram_vs_kernel.sh ZBLK CORPUS [ALGORITHM]
 #
@@ -27,6 +29,16 @@ cleanup() {
 }
 trap cleanup EXIT
 
+command -v fio >/dev/null || { echo "skip: no fio"; exit 77; }
+
+# MB/s of 4 KiB random I/O, 2 jobs, psync, direct: FILE RW
+fio_mbs() {
+	fio --name=r --filename="$1" --rw="$2" --bs=4k --numjobs=2 --size="$SIZE" \
+		--ioengine=psync --direct=1 --time_based --runtime=3 --group_reporting \
+		--output-format=json 2>/dev/null |
+		python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"][0]; print("%.0f" % ((j["read"]["bw_bytes"] + j["write"]["bw_bytes"]) / 1e6))'
+}
+
 # seconds dd took, from its last line
 dd_secs() { dd "$@" bs=1M 2>&1 | awk '/copied/ {print $(NF-3)}'; }
 
@@ -45,10 +57,12 @@ for i in 1 2 3; do
 	best_read_k=$(echo "$r $best_read_k" | awk '{print ($1<$2)?$1:$2}')
 done
 kernel_mm=$(cat $SYS/mm_stat)
+rr_k=$(fio_mbs /dev/zram0 randread)
+rw_k=$(fio_mbs /dev/zram0 randwrite)
 echo 1 >$SYS/reset
 
-zblk_run() { # OPTIONS -> "write_secs read_secs mm_stat..."
-	local bw=1e9 br=1e9 w r mm
+zblk_run() { # OPTIONS -> "write_secs read_secs randread randwrite mm_stat..."
+	local bw=1e9 br=1e9 w r mm rr rw
 	for i in 1 2 3; do
 		"$ZBLK" -o "$1" "$MNT"
 		w=$(dd_secs if="$CORPUS" of="$MNT/disk" oflag=direct conv=notrunc)
@@ -56,14 +70,18 @@ zblk_run() { # OPTIONS -> "write_secs read_secs mm_stat..."
 		mm=$(cat "$MNT/mm_stat")
 		cmp -s -n "$SIZE" "$CORPUS" "$MNT/disk" || [[ "$1" == *null* ]] ||
 			{ echo "zblk returned wrong data" >&2; exit 1; }
+		if [ "$i" = 1 ]; then # on the corpus, as the kernel's were
+			rr=$(fio_mbs "$MNT/disk" randread)
+			rw=$(fio_mbs "$MNT/disk" randwrite)
+		fi
 		fusermount3 -u "$MNT"
 		bw=$(echo "$w $bw" | awk '{print ($1<$2)?$1:$2}')
 		br=$(echo "$r $br" | awk '{print ($1<$2)?$1:$2}')
 	done
-	echo "$bw $br $mm"
+	echo "$bw $br $rr $rw $mm"
 }
-read -r zw zr zmm <<<"$(zblk_run "disksize=$SIZE,algorithm=$ALG")"
-read -r nw nr _ <<<"$(zblk_run "disksize=$SIZE,null")"
+read -r zw zr rr_z rw_z zmm <<<"$(zblk_run "disksize=$SIZE,algorithm=$ALG")"
+read -r nw nr rr_n rw_n _ <<<"$(zblk_run "disksize=$SIZE,null")"
 
 gbs() { awk -v b="$SIZE" -v s="$1" 'BEGIN {printf "%.2f GB/s", b / s / 1e9}'; }
 field() { echo "$1" | awk -v n="$2" '{print $n}'; }
@@ -79,7 +97,12 @@ printf '%-28s %16s %16s %10.3f\n' "write 1 MiB" "$(gbs "$best_write_k")" "$(gbs 
 	"$(awk -v a="$zw" -v b="$best_write_k" 'BEGIN {print b / a}')"
 printf '%-28s %16s %16s %10.3f\n' "read 1 MiB" "$(gbs "$best_read_k")" "$(gbs "$zr")" \
 	"$(awk -v a="$zr" -v b="$best_read_k" 'BEGIN {print b / a}')"
+printf '%-28s %16s %16s %10.3f\n' "4k randread, 2 jobs" "$rr_k MB/s" "$rr_z MB/s" \
+	"$(awk -v a="$rr_z" -v b="$rr_k" 'BEGIN {print b ? a / b : 0}')"
+printf '%-28s %16s %16s %10.3f\n' "4k randwrite, 2 jobs" "$rw_k MB/s" "$rw_z MB/s" \
+	"$(awk -v a="$rw_z" -v b="$rw_k" 'BEGIN {print b ? a / b : 0}')"
 printf '%-28s %16s %16s\n' "zblk null mode (FUSE only)" "write $(gbs "$nw")" "read $(gbs "$nr")"
+printf '%-28s %16s %16s\n' "" "4k rand $rr_n MB/s" "4k randw $rw_n MB/s"
 printf '\nkernel mm_stat: %s\nzblk   mm_stat: %s\n' "$kernel_mm" "$zmm"
 # Machine-readable copy for bench/run's plots.
 if [ -n "${CSV_OUT:-}" ]; then
@@ -94,6 +117,12 @@ if [ -n "${CSV_OUT:-}" ]; then
 		echo "kernel_read_gbs,$(awk -v s="$SIZE" -v t="$best_read_k" 'BEGIN {print s / t / 1e9}')"
 		echo "zblk_read_gbs,$(awk -v s="$SIZE" -v t="$zr" 'BEGIN {print s / t / 1e9}')"
 		echo "null_read_gbs,$(awk -v s="$SIZE" -v t="$nr" 'BEGIN {print s / t / 1e9}')"
+		echo "kernel_randread_mbs,$rr_k"
+		echo "zblk_randread_mbs,$rr_z"
+		echo "null_randread_mbs,$rr_n"
+		echo "kernel_randwrite_mbs,$rw_k"
+		echo "zblk_randwrite_mbs,$rw_z"
+		echo "null_randwrite_mbs,$rw_n"
 		echo "pages,$((SIZE / 4096))"
 	} >"$CSV_OUT"
 fi
