@@ -14,9 +14,8 @@
  * fusermount3 -u MOUNTPOINT stops it.  The option "null" stores nothing
  * (reads return zeroes), to measure what FUSE itself costs; max_write=SIZE
  * (default 128K, which bench/fuse_tuning.sh found best), writeback (the
- * kernel's writeback cache), splice and page_cache (the disk through the
- * page cache, as shared mmap needs; it is direct I/O otherwise) tune FUSE
- * (see bench/fuse_tuning.sh for what each buys).  zblk -h lists the options.
+ * kernel's writeback cache) and splice tune FUSE (see bench/fuse_tuning.sh
+ * for what each buys).  zblk -h lists the options.
  */
 #define FUSE_USE_VERSION 31
 
@@ -33,15 +32,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/fs.h> /* BLKGETSIZE64 */
 
 #include <libbvec/stripe.h>
 #include <libbvec/zram.h>
 
 #include "parse.h"
-#include "transport.h"
 
 #define MAX_STRIPES 16
 
@@ -55,7 +55,7 @@ struct zblk {
 	/* options */
 	char *disksize_s, *mem_limit_s, *chunk_s, *algorithm, *max_write_s, *stripes_s;
 	char *mountpoint;
-	int null, writeback, splice, page_cache, help, version;
+	int null, writeback, splice, help, version;
 	unsigned int max_write;
 	/* devices */
 	uint64_t disksize, chunk;
@@ -70,6 +70,12 @@ struct zblk {
 	 * whole page cache at the next read.
 	 */
 	struct timespec mounted;
+	/* backing_dev=: the file disk zram writes back to, and its file */
+	char *backing_dev;
+	struct gendisk *backing;
+	int backing_fd;
+	pthread_mutex_t block_state_lock; /* block_state's read position */
+	uint64_t block_state_line, block_state_index;
 };
 
 static struct zblk zb;
@@ -85,7 +91,7 @@ static const struct fuse_opt zblk_opts[] = {
 	OPT("max_write=%s", max_write_s),
 	OPT("writeback", writeback),
 	OPT("splice", splice),
-	OPT("page_cache", page_cache),
+	OPT("backing_dev=%s", backing_dev),
 	OPT("-h", help),
 	OPT("--help", help),
 	OPT("-V", version),
@@ -93,7 +99,8 @@ static const struct fuse_opt zblk_opts[] = {
 	FUSE_OPT_END
 };
 
-enum file { F_ROOT, F_DISK, F_MM_STAT, F_IO_STAT, F_COMPACT, F_MEM_LIMIT, F_IDLE, F_NONE };
+enum file { F_ROOT, F_DISK, F_MM_STAT, F_IO_STAT, F_COMPACT, F_MEM_LIMIT, F_IDLE,
+	    F_WRITEBACK, F_WB_LIMIT, F_WB_LIMIT_ENABLE, F_BD_STAT, F_BLOCK_STATE, F_NONE };
 
 static const struct {
 	const char *name;
@@ -105,6 +112,11 @@ static const struct {
 	[F_COMPACT] = { "compact", S_IFREG | 0200 },
 	[F_MEM_LIMIT] = { "mem_limit", S_IFREG | 0600 },
 	[F_IDLE] = { "idle", S_IFREG | 0200 },
+	[F_WRITEBACK] = { "writeback", S_IFREG | 0200 },
+	[F_WB_LIMIT] = { "writeback_limit", S_IFREG | 0600 },
+	[F_WB_LIMIT_ENABLE] = { "writeback_limit_enable", S_IFREG | 0600 },
+	[F_BD_STAT] = { "bd_stat", S_IFREG | 0444 },
+	[F_BLOCK_STATE] = { "block_state", S_IFREG | 0444 },
 };
 
 static enum file lookup(const char *path)
@@ -118,6 +130,8 @@ static enum file lookup(const char *path)
 			return (enum file)i;
 	return F_NONE;
 }
+
+static int wb_file(enum file f, char *buf, size_t size, off_t off, bool write);
 
 /* Sizes are file offsets, so no option or control file may exceed off_t. */
 static int parse_size(const char *s, uint64_t *out)
@@ -172,6 +186,8 @@ static int zblk_getattr(const char *path, struct stat *st, struct fuse_file_info
 		st->st_blocks = (blkcnt_t)(zb.disksize / SECTOR);
 	} else if (f == F_MM_STAT || f == F_IO_STAT || f == F_MEM_LIMIT) {
 		st->st_size = stat_text(f, text, sizeof(text));
+	} else if (f >= F_WRITEBACK && f < F_BLOCK_STATE && files[f].mode & 0444) {
+		st->st_size = wb_file(f, text, sizeof(text), 0, false);
 	}
 	return 0;
 }
@@ -200,14 +216,13 @@ static int zblk_open(const char *path, struct fuse_file_info *fi)
 	if (f == F_NONE || f == F_ROOT)
 		return f == F_NONE ? -ENOENT : -EISDIR;
 	/*
-	 * Statistics change all the time: never serve them from a cache.  The
-	 * disk is direct I/O unless page_cache asks otherwise, and always with
-	 * the writeback cache, which would accept buffered writes past the end
-	 * and fail them only at fsync: direct I/O sends each write here, where
-	 * the end is enforced, and lets writes to the disk run in parallel
-	 * (transport.c); through the page cache they run one at a time.
+	 * Statistics change all the time: never serve them from a cache.  With
+	 * the writeback cache the kernel owns the disk's size and accepts
+	 * buffered writes past the end without asking (they would fail only at
+	 * fsync, after write() said yes); direct I/O sends each write here,
+	 * where the end of the disk is enforced.
 	 */
-	if (f != F_DISK || !zb.page_cache || zb.writeback)
+	if (f != F_DISK || zb.writeback)
 		fi->direct_io = 1;
 	return 0;
 }
@@ -273,6 +288,155 @@ static int disk_io(char *buf, size_t size, uint64_t off, bool write)
 	return ret ? ret : (int)size;
 }
 
+/*
+ * The writeback files, as Linux's zram names and parses them: writeback
+ * ("idle", "huge", "huge_idle", "incompressible", or "type=T" with any
+ * "page_index=N" and "page_indexes=A-B" words, ranges inclusive),
+ * writeback_limit (4 KiB units left), writeback_limit_enable (0 or 1),
+ * bd_stat, and block_state (one 40-byte line per stored page, so a read at
+ * any offset finds its line by counting).  @buf is the FUSE buffer; a read
+ * returns bytes, a write @size, or a negative errno.
+ */
+static int wb_file(enum file f, char *buf, size_t size, off_t off, bool write)
+{
+	static const char *const modes[] = { [ZRAM_WB_IDLE] = "idle", [ZRAM_WB_HUGE] = "huge",
+		[ZRAM_WB_HUGE_IDLE] = "huge_idle", [ZRAM_WB_INCOMPRESSIBLE] = "incompressible" };
+	struct zram *z = zb.null ? NULL : zb.zram[0];
+	char text[4096];
+	struct zblk_kv kv[64];
+	uint64_t range[64][2], v, a, b, pages = zb.disksize / PAGE;
+	int n, i, nr = 0, mode = -1, m;
+	unsigned int k;
+	bool on;
+
+	if (!write) {
+		struct zram_bd_stat sum = { 0 }, one;
+		struct zram_block_state bs;
+		uint64_t line, idx;
+		size_t done = 0;
+
+		if (f == F_BLOCK_STATE) {
+			if (!z || zb.n > 1)
+				return 0;
+			pthread_mutex_lock(&zb.block_state_lock);
+			line = (uint64_t)off / 40;
+			if (line == zb.block_state_line) {
+				idx = zb.block_state_index;
+			} else {
+				for (idx = 0, v = 0; v < line && !zram_block_state(z, &idx, &bs); v++)
+					idx++;
+			}
+			while (done < size && !zram_block_state(z, &idx, &bs)) {
+				n = zram_format_block_state(&bs, text, sizeof(text));
+				k = (unsigned int)(done ? 0 : (uint64_t)off % 40);
+				n -= (int)k;
+				if ((size_t)n > size - done)
+					n = (int)(size - done);
+				memcpy(buf + done, text + k, (size_t)n);
+				done += (size_t)n;
+				if (k + (unsigned int)n == 40)
+					idx++, line++;
+			}
+			zb.block_state_line = line;
+			zb.block_state_index = idx;
+			pthread_mutex_unlock(&zb.block_state_lock);
+			return (int)done;
+		}
+		n = 0;
+		if (f == F_BD_STAT) {
+			for (k = 0; k < zb.n && z; k++) {
+				zram_bd_stat(zb.zram[k], &one);
+				sum.bd_count += one.bd_count;
+				sum.bd_reads += one.bd_reads;
+				sum.bd_writes += one.bd_writes;
+			}
+			n = zram_format_bd_stat(&sum, text, sizeof(text));
+		} else if (f == F_WB_LIMIT || f == F_WB_LIMIT_ENABLE) {
+			v = zram_writeback_limit(z, &on);
+			n = f == F_WB_LIMIT ? snprintf(text, sizeof(text), "%" PRIu64 "\n", v) :
+					      snprintf(text, sizeof(text), "%d\n", on);
+		}
+		if (off >= n)
+			return 0;
+		if (size > (size_t)(n - off))
+			size = (size_t)(n - off);
+		memcpy(buf, text + off, size);
+		return (int)size;
+	}
+	if (size >= sizeof(text))
+		return -EINVAL;
+	memcpy(text, buf, size);
+	text[size] = 0;
+	switch (f) {
+	case F_WB_LIMIT:
+	case F_WB_LIMIT_ENABLE:
+		text[strcspn(text, "\n")] = 0;
+		if (zblk_parse_number(text, false, UINT64_MAX, &v))
+			return -EINVAL;
+		for (k = 0; k < zb.n; k++) {
+			if (f == F_WB_LIMIT)
+				zram_set_writeback_limit(zb.zram[k], v);
+			else
+				zram_set_writeback_limit_enable(zb.zram[k], v != 0);
+		}
+		return (int)size;
+	case F_WRITEBACK:
+		n = zblk_parse_kv(text, kv, sizeof(kv) / sizeof(kv[0]));
+		if (n < 0)
+			return n == -E2BIG ? -E2BIG : -EINVAL;
+		for (i = 0; i < n; i++) {
+			const char *name = kv[i].value && !strcmp(kv[i].key, "type") ? kv[i].value :
+					   !kv[i].value ? kv[i].key : NULL;
+
+			if (name) {
+				for (m = ZRAM_WB_IDLE; m <= ZRAM_WB_INCOMPRESSIBLE; m++)
+					if (modes[m] && !strcmp(name, modes[m]))
+						break;
+				if (m > ZRAM_WB_INCOMPRESSIBLE || mode >= 0)
+					return -EINVAL;
+				mode = m;
+				continue;
+			}
+			if (!strcmp(kv[i].key, "page_index")) {
+				if (zblk_parse_number(kv[i].value, false, UINT64_MAX, &a))
+					return -EINVAL;
+				b = a;
+			} else if (!strcmp(kv[i].key, "page_indexes")) {
+				char *dash = strchr(kv[i].value, '-');
+
+				if (!dash)
+					return -EINVAL;
+				*dash = 0;
+				if (zblk_parse_number(kv[i].value, false, UINT64_MAX, &a) ||
+				    zblk_parse_number(dash + 1, false, UINT64_MAX, &b))
+					return -EINVAL;
+			} else {
+				return -EINVAL;
+			}
+			if (a > b || b >= pages)
+				return -ERANGE;
+			range[nr][0] = a;
+			range[nr++][1] = b;
+		}
+		if (mode < 0 && !nr)
+			return -EINVAL;
+		if (!nr) {
+			range[0][0] = 0;
+			range[nr++][1] = pages - 1;
+		}
+		for (i = 0; i < nr; i++) {
+			int64_t r = zram_writeback(z, mode < 0 ? ZRAM_WB_ALL : (enum zram_wb_mode)mode,
+						   range[i][0], range[i][1] - range[i][0] + 1);
+
+			if (r < 0)
+				return (int)r;
+		}
+		return (int)size;
+	default:
+		return -EACCES;
+	}
+}
+
 static int zblk_read(const char *path, char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
@@ -283,6 +447,8 @@ static int zblk_read(const char *path, char *buf, size_t size, off_t off,
 	(void)fi;
 	if (f == F_DISK)
 		return disk_io(buf, size, (uint64_t)off, false);
+	if (f >= F_WRITEBACK && f < F_NONE)
+		return wb_file(f, buf, size, off, false);
 	if (f != F_MM_STAT && f != F_IO_STAT && f != F_MEM_LIMIT)
 		return -EACCES;
 	n = stat_text(f, text, sizeof(text));
@@ -307,6 +473,8 @@ static int zblk_write(const char *path, const char *buf, size_t size, off_t off,
 		return disk_io((char *)buf, size, (uint64_t)off, true);
 	if (zb.null && f != F_NONE)
 		return (int)size;
+	if (f >= F_WRITEBACK && f < F_NONE)
+		return wb_file(f, (char *)buf, size, off, true);
 	snprintf(text, sizeof(text), "%.*s", (int)(size < 63 ? size : 63), buf);
 	text[strcspn(text, "\n")] = 0;
 	switch (f) {
@@ -501,6 +669,8 @@ static void usage(FILE *out)
 		"    -o splice              move data with splice\n"
 		"    -o page_cache          the disk through the page cache (shared mmap works;\n"
 		"                           writes go one at a time)\n"
+		"    -o backing_dev=PATH    file or block device for zram's writeback (a missing\n"
+		"                           or empty file is made at disksize)\n"
 		"    -o null                store nothing, read zeroes: FUSE's own cost\n"
 		"    -h, --help             this help, then FUSE's options\n"
 		"    -V, --version          the versions of libbvec and FUSE\n");
@@ -524,6 +694,45 @@ static const char *size_text(uint64_t v, char *buf, size_t len)
 #ifndef ZRAM_MAX_DISKSIZE
 #define ZRAM_MAX_DISKSIZE ((uint64_t)UINT32_MAX << BVEC_PAGE_SHIFT)
 #endif
+
+/*
+ * backing_dev=PATH: a block device is opened exclusively (O_EXCL) and used
+ * whole; a file is used at its size, and one that does not exist yet or is
+ * empty is created at disksize (sparse, so it costs nothing until written).
+ */
+static int open_backing(void)
+{
+	struct stat st;
+	char msg[160];
+	uint64_t bytes;
+	int ret;
+
+	if (!stat(zb.backing_dev, &st) && S_ISBLK(st.st_mode))
+		zb.backing_fd = open(zb.backing_dev, O_RDWR | O_EXCL | O_CLOEXEC);
+	else
+		zb.backing_fd = open(zb.backing_dev, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (zb.backing_fd < 0 || fstat(zb.backing_fd, &st)) {
+		snprintf(msg, sizeof(msg), "cannot open backing_dev: %s", strerror(errno));
+		return usage_error(msg, zb.backing_dev);
+	}
+	if (S_ISREG(st.st_mode) && !st.st_size && ftruncate(zb.backing_fd, (off_t)zb.disksize)) {
+		snprintf(msg, sizeof(msg), "cannot size backing_dev: %s", strerror(errno));
+		return usage_error(msg, zb.backing_dev);
+	}
+	zb.backing = bvec_file_disk_create(zb.backing_fd, NULL);
+	if (zb.backing && S_ISBLK(st.st_mode)) {
+		if (ioctl(zb.backing_fd, BLKGETSIZE64, &bytes))
+			bytes = 0;
+		set_capacity(zb.backing, bytes >> BVEC_SECTOR_SHIFT);
+	}
+	ret = zb.backing ? zram_set_backing(zb.zram[0], zb.backing) : -errno;
+	if (ret) {
+		snprintf(msg, sizeof(msg), "cannot use backing_dev (%s): %s",
+			 ret == -EINVAL ? "smaller than a page" : "error", strerror(-ret));
+		return usage_error(msg, zb.backing_dev);
+	}
+	return 0;
+}
 
 static int make_devices(void)
 {
@@ -617,6 +826,8 @@ static int check_options(void)
 		}
 		zb.chunk = v;
 	}
+	if (zb.backing_dev && zb.n > 1)
+		return usage_error("backing_dev needs stripes=1", zb.backing_dev);
 	if (zb.algorithm && !zpool_has_compressor(zb.algorithm))
 		return usage_error("unknown algorithm", zb.algorithm);
 	zb.max_write = 128u << 10;
@@ -719,7 +930,7 @@ static int run(struct fuse_args *args)
 		printf("\nFUSE options:\n");
 		fflush(stdout);
 		fuse_cmdline_help();
-		fuse_lowlevel_help();
+		fuse_lib_help(args);
 		return 0;
 	}
 	if (zb.version) {
@@ -735,9 +946,12 @@ static int run(struct fuse_args *args)
 		return ret;
 	clock_gettime(CLOCK_REALTIME, &zb.mounted);
 	pthread_mutex_init(&zb.rmw, NULL);
+	pthread_mutex_init(&zb.block_state_lock, NULL);
 	if (!zb.null && (ret = make_devices()))
 		return ret;
-	return zblk__serve(args, &zblk_ops, files[F_DISK].name);
+	if (zb.backing_dev && !zb.null && (ret = open_backing()))
+		return ret;
+	return fuse_main(args->argc, args->argv, &zblk_ops, NULL);
 }
 
 int main(int argc, char *argv[])
@@ -753,6 +967,11 @@ int main(int argc, char *argv[])
 	put_disk(zb.stripe); /* before the zram devices under it */
 	for (k = 0; k < zb.n; k++)
 		zram_destroy(zb.zram[k]);
+	if (zb.backing) {
+		put_disk(zb.backing); /* after the device that wrote to it */
+		close(zb.backing_fd);
+	}
+	free(zb.backing_dev);
 	fuse_opt_free_args(&args);
 	free(zb.disksize_s);
 	free(zb.mem_limit_s);
