@@ -14,8 +14,9 @@
  * fusermount3 -u MOUNTPOINT stops it.  The option "null" stores nothing
  * (reads return zeroes), to measure what FUSE itself costs; max_write=SIZE
  * (default 128K, which bench/fuse_tuning.sh found best), writeback (the
- * kernel's writeback cache) and splice tune FUSE (see bench/fuse_tuning.sh
- * for what each buys).  zblk -h lists the options.
+ * kernel's writeback cache), splice and page_cache (the disk through the
+ * page cache, as shared mmap needs; it is direct I/O otherwise) tune FUSE
+ * (see bench/fuse_tuning.sh for what each buys).  zblk -h lists the options.
  */
 #define FUSE_USE_VERSION 31
 
@@ -42,6 +43,7 @@
 #include <libbvec/zram.h>
 
 #include "parse.h"
+#include "transport.h"
 
 #define MAX_STRIPES 16
 
@@ -55,7 +57,7 @@ struct zblk {
 	/* options */
 	char *disksize_s, *mem_limit_s, *chunk_s, *algorithm, *max_write_s, *stripes_s;
 	char *mountpoint;
-	int null, writeback, splice, help, version;
+	int null, writeback, splice, page_cache, help, version;
 	unsigned int max_write;
 	/* devices */
 	uint64_t disksize, chunk;
@@ -91,6 +93,7 @@ static const struct fuse_opt zblk_opts[] = {
 	OPT("max_write=%s", max_write_s),
 	OPT("writeback", writeback),
 	OPT("splice", splice),
+	OPT("page_cache", page_cache),
 	OPT("backing_dev=%s", backing_dev),
 	OPT("-h", help),
 	OPT("--help", help),
@@ -216,13 +219,14 @@ static int zblk_open(const char *path, struct fuse_file_info *fi)
 	if (f == F_NONE || f == F_ROOT)
 		return f == F_NONE ? -ENOENT : -EISDIR;
 	/*
-	 * Statistics change all the time: never serve them from a cache.  With
-	 * the writeback cache the kernel owns the disk's size and accepts
-	 * buffered writes past the end without asking (they would fail only at
-	 * fsync, after write() said yes); direct I/O sends each write here,
-	 * where the end of the disk is enforced.
+	 * Statistics change all the time: never serve them from a cache.  The
+	 * disk is direct I/O unless page_cache asks otherwise, and always with
+	 * the writeback cache, which would accept buffered writes past the end
+	 * and fail them only at fsync: direct I/O sends each write here, where
+	 * the end is enforced, and lets writes to the disk run in parallel
+	 * (transport.c); through the page cache they run one at a time.
 	 */
-	if (f != F_DISK || zb.writeback)
+	if (f != F_DISK || !zb.page_cache || zb.writeback)
 		fi->direct_io = 1;
 	return 0;
 }
@@ -930,7 +934,7 @@ static int run(struct fuse_args *args)
 		printf("\nFUSE options:\n");
 		fflush(stdout);
 		fuse_cmdline_help();
-		fuse_lib_help(args);
+		fuse_lowlevel_help();
 		return 0;
 	}
 	if (zb.version) {
@@ -951,7 +955,7 @@ static int run(struct fuse_args *args)
 		return ret;
 	if (zb.backing_dev && !zb.null && (ret = open_backing()))
 		return ret;
-	return fuse_main(args->argc, args->argv, &zblk_ops, NULL);
+	return zblk__serve(args, &zblk_ops, files[F_DISK].name);
 }
 
 int main(int argc, char *argv[])
