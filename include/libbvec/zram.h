@@ -597,6 +597,62 @@ BVEC_API int zram_train_dict(struct zram *zram, unsigned int priority, size_t di
  */
 BVEC_API int64_t zram_recompress(struct zram *zram, const struct zram_recompress_params *params);
 
+/**
+ * enum zram_page_state - what one page of a zram device holds
+ * @ZRAM_PAGE_UNALLOCATED: nothing: never written since creation or the last
+ *	zram_reset(), or freed by DISCARD or WRITE_ZEROES; reads as zeroes and
+ *	holds no pool memory
+ * @ZRAM_PAGE_ZERO: stored, and every byte is zero (a same-filled page of
+ *	zero words: a handle, no zspage memory)
+ * @ZRAM_PAGE_DATA: stored data; also any page a tier built on the device
+ *	holds elsewhere
+ */
+enum zram_page_state {
+	ZRAM_PAGE_UNALLOCATED,
+	ZRAM_PAGE_ZERO,
+	ZRAM_PAGE_DATA,
+};
+
+/**
+ * typedef zram_extent_fn - receives one run of zram_extents()
+ * @arg: the caller's pointer, as passed to zram_extents()
+ * @offset: byte offset of the run on the device
+ * @length: bytes in the run, never 0
+ * @state: the state of every page in the run
+ *
+ * Return: 0 to go on; anything else stops the walk, and zram_extents()
+ * returns it.
+ */
+typedef int (*zram_extent_fn)(void *arg, uint64_t offset, uint64_t length,
+			      enum zram_page_state state);
+
+/**
+ * zram_extents() - the device's allocation map over a byte range
+ * @zram: the device
+ * @offset: first byte; must be below the disk size
+ * @length: bytes; the range is cut at the end of the disk; 0 reports nothing
+ * @fn: called for each run of pages in one state, in ascending order
+ * @arg: passed to @fn
+ *
+ * For sparse maps (NBD block status, SEEK_HOLE, a copy that skips holes).
+ * The runs are contiguous, the first starts at @offset and the last ends at
+ * the end of the range; runs are maximal within the range, so two neighbours
+ * never share a state.  A page is reported in one state even when only part
+ * of it lies in the range.  Parts of the disk whose slot table pages were
+ * never allocated are skipped whole, so a thin disk reports quickly
+ * whatever its size.
+ *
+ * Each page's state is read under its slot's lock and the walk holds the
+ * device shared (zram_reset() waits for it), but pages written meanwhile may
+ * be seen before or after the write: the map is not a snapshot.  @fn runs
+ * with no lock held and may submit bios to the device.
+ *
+ * Return: 0; -EINVAL for a NULL @zram or @fn or an @offset at or past the
+ * end of the disk; or the first non-zero value @fn returned.
+ */
+BVEC_API int zram_extents(struct zram *zram, uint64_t offset, uint64_t length,
+			  zram_extent_fn fn, void *arg);
+
 #ifdef __cplusplus
 }
 #endif

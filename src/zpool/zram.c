@@ -708,3 +708,114 @@ uint64_t zram_idle_pages(struct zram *z)
 	zpool__rw_unlock(z->lock);
 	return n;
 }
+
+/*
+ * A zero page is a same-filled object of word 0: its handle-table entry
+ * says so, and no decompression is needed to tell.  Called with the slot
+ * locked, so the handle cannot be freed meanwhile.
+ */
+static bool handle_is_zero(struct zpool *pool, uint32_t handle)
+{
+	uint64_t e;
+
+	if (!pool)
+		return false;
+	e = zpool__table_get(&pool->handles, handle);
+	return zp_entry_tag(e) == ZP_TAG_SAME &&
+	       !zpool__table_get(&pool->same, zp_entry_same_index(e));
+}
+
+/*
+ * A page that a tier (writeback, recompression) marks with its flags may be
+ * held outside the pool, where an empty handle says nothing: it counts as
+ * data, which is never wrong for a map of allocation.
+ */
+static enum zram_page_state slot_state(struct zram *z, struct zram_slot *s)
+{
+	enum zram_page_state st;
+
+	slot_lock(s);
+	if (atomic_load_explicit(&s->flags, memory_order_relaxed) & ~(ZRAM_LOCK | ZRAM_IDLE))
+		st = ZRAM_PAGE_DATA;
+	else if (!s->handle)
+		st = ZRAM_PAGE_UNALLOCATED;
+	else
+		st = handle_is_zero(z->pool, s->handle) ? ZRAM_PAGE_ZERO : ZRAM_PAGE_DATA;
+	slot_unlock(s);
+	return st;
+}
+
+/*
+ * The slot of page @index, or NULL when a node on its path is missing; then
+ * *@gap is the number of pages from @index to the end of what that node
+ * would cover, all of them unallocated, so a thin disk is walked in a few
+ * steps instead of one per page.
+ */
+static struct zram_slot *slot_or_gap(struct zram *z, uint64_t index, uint64_t *gap)
+{
+	void *node = z->root;
+	unsigned int level;
+
+	for (level = z->depth; level > 0; level--) {
+		uint64_t span = z->span[level - 1];
+		void *child = atomic_load_explicit(&((zram_node_ptr *)node)[index / span],
+						   memory_order_acquire);
+
+		index %= span;
+		if (!child) {
+			*gap = span - index;
+			return NULL;
+		}
+		node = child;
+	}
+	return &((struct zram_slot *)node)[index];
+}
+
+/*
+ * The callback runs unlocked: it may submit bios, or even reset the device.
+ * Nothing is carried across it but page numbers, as the table is descended
+ * afresh for every page.
+ */
+int zram_extents(struct zram *z, uint64_t offset, uint64_t length, zram_extent_fn fn,
+		 void *arg)
+{
+	enum zram_page_state run = ZRAM_PAGE_UNALLOCATED, st;
+	uint64_t size, end, page, last, start = offset;
+	bool have = false;
+	int ret;
+
+	if (!z || !fn)
+		return -EINVAL;
+	size = z->nr_pages * ZP_PAGE_SIZE;
+	if (offset >= size)
+		return -EINVAL;
+	if (!length)
+		return 0;
+	end = length > size - offset ? size : offset + length;
+	page = offset / ZP_PAGE_SIZE;
+	last = (end - 1) / ZP_PAGE_SIZE;
+	zpool__read_lock(z->lock);
+	while (page <= last) {
+		uint64_t n = 1;
+		struct zram_slot *s = slot_or_gap(z, page, &n);
+
+		st = s ? slot_state(z, s) : ZRAM_PAGE_UNALLOCATED;
+		if (!s)
+			n = zpool__min(n, last - page + 1);
+		if (have && st != run) {
+			uint64_t boundary = page * ZP_PAGE_SIZE;
+
+			zpool__rw_unlock(z->lock);
+			ret = fn(arg, start, boundary - start, run);
+			if (ret)
+				return ret;
+			zpool__read_lock(z->lock);
+			start = boundary;
+		}
+		run = st;
+		have = true;
+		page += n;
+	}
+	zpool__rw_unlock(z->lock);
+	return fn(arg, start, end - start, run);
+}
