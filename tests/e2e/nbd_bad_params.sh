@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# nbdkit-zram-plugin's parameters: each bad one is a single "nbdkit: error:"
+# line naming what is wrong and a non-zero exit before anything is served;
+# good edge cases serve a disk of the documented size.
+. "$(dirname "$0")/nbd_lib.sh"
+PAGE=$(LD_PRELOAD=$SAN_PRELOAD nbdkit "$PLUGIN" --dump-plugin | awk -F= '$1 == "zram_page_size" {print $2}')
+[ -n "$PAGE" ] || fail "--dump-plugin gives no zram_page_size"
+
+# refused MESSAGE PARAMS...: nbdkit exits non-zero, printing only MESSAGE.
+refused() {
+	local want=$1 status
+	shift
+	set +e
+	LD_PRELOAD=$SAN_PRELOAD timeout 20 nbdkit -U - --run "touch '$WORK/served'" "$PLUGIN" "$@" \
+		>"$WORK/out" 2>"$WORK/err"
+	status=$?
+	set -e
+	[ "$status" != 0 ] || fail "'$*' was accepted"
+	[ ! -e "$WORK/served" ] || fail "'$*' served"
+	[ "$(wc -l <"$WORK/err")" = 1 ] || fail "'$*' printed: $(cat "$WORK/err")"
+	[ "$(cat "$WORK/err")" = "nbdkit: error: $want" ] ||
+		fail "'$*' said '$(cat "$WORK/err")', not '$want'"
+	echo "$* -> $want"
+}
+refused "size= is required"
+refused "size= is required" algorithm=lz4
+refused "could not parse size string (abc)" size=abc
+refused "size must not be 0" size=0
+refused "size cannot be negative (-1)" size=-1
+refused "algorithm: 'lzo' is not built in (lz4, lz4hc$(nbdkit "$PLUGIN" --dump-plugin |
+	grep -q 'zram_algorithms=.*zstd' && echo ', zstd'))" size=64M algorithm=lzo
+refused "could not parse size string (lots)" size=64M mem_limit=lots
+refused "stripes must be 1 to 64, not 0" size=64M stripes=0
+refused "stripes must be 1 to 64, not 65" size=64M stripes=65
+refused "chunk must be a power of two from $PAGE to 1099511627776 bytes, not 3000" \
+	size=64M stripes=2 chunk=3000
+refused "size 67108864 is less than one chunk (67108864) a stripe" size=64M stripes=2 chunk=64M
+refused "could not decipher boolean (maybe)" size=64M checksum=maybe
+refused "unknown parameter 'disksize'" disksize=64M
+MAX=$((((1 << 32) - 1) * PAGE))
+refused "size too large: zram takes at most $MAX bytes" size=$((MAX + PAGE))
+
+# size_is BYTES PARAMS...: served, with an export of BYTES.
+size_is() {
+	local want=$1 got
+	shift
+	got=$(LD_PRELOAD=$SAN_PRELOAD timeout 20 nbdkit -U - --run 'nbdinfo --size "$uri"' \
+		"$PLUGIN" "$@") || fail "'$*' was refused"
+	[ "$got" = "$want" ] || fail "'$*' serves $got bytes, not $want"
+	echo "$* -> $got bytes"
+}
+size_is "$PAGE" size=1
+size_is $((2 * PAGE)) size=$((PAGE + 1))
+size_is $((6 * 65536)) size=$((3 * 65536 + 1)) stripes=3
+size_is $((64 << 20)) size=64M stripes=4 chunk=1M mem_limit=1M checksum=on

@@ -1,0 +1,117 @@
+# SPDX-License-Identifier: MIT
+# Shared by the nbd_*.sh scripts: skip (77) without nbdkit and its clients,
+# start nbdkit with the zram plugin on a Unix socket, always clean up.
+# Usage: . "$(dirname "$0")/nbd_lib.sh"; nbd_start size=64M; ... "$URI" ...
+set -euo pipefail
+
+PLUGIN=${PLUGIN:?set PLUGIN to nbdkit-zram-plugin.so}
+STRIPES=${STRIPES:-1}
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+for tool in nbdkit nbdcopy nbdinfo qemu-img qemu-io; do
+	command -v "$tool" >/dev/null || skip "no $tool (Debian: nbdkit libnbd-bin qemu-utils)"
+done
+
+WORK=$(mktemp -d /tmp/nbd-e2e.XXXXXX)
+SOCK=$WORK/sock
+URI="nbd+unix:///?socket=$SOCK"
+STATS=$WORK/stats
+NBDKIT_PID=
+
+# A plugin built with a sanitizer needs its runtime loaded first into
+# nbdkit, which is not built with it; reports go to files, and any report
+# fails the script.
+SAN_PRELOAD=$(ldd "$PLUGIN" | awk '/lib(asan|tsan|ubsan)\.so/ {print $3}' | paste -sd: -)
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$WORK/sanitizer"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$WORK/sanitizer"
+export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}log_path=$WORK/sanitizer"
+
+# nbd_stop: stop nbdkit and wait for it, so its final statistics are
+# written; fails if it needs more than SIGTERM and 10 s, or exits non-zero.
+nbd_stop() {
+	local pid=$NBDKIT_PID i status=0
+	[ -n "$pid" ] || return 0
+	NBDKIT_PID=
+	kill "$pid" 2>/dev/null || true
+	for i in $(seq 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -9 "$pid" 2>/dev/null; then
+		echo "nbdkit did not stop on SIGTERM" >&2
+		return 1
+	fi
+	wait "$pid" || status=$?
+	[ "$status" = 0 ] || echo "nbdkit exited $status" >&2
+	return "$status"
+}
+
+cleanup() {
+	local status=$?
+	set +e
+	nbd_stop
+	if compgen -G "$WORK/sanitizer.*" >/dev/null; then
+		cat "$WORK"/sanitizer.* >&2
+		echo "FAIL: sanitizer reports above" >&2
+		status=1
+	fi
+	rm -rf "$WORK"
+	exit "$status"
+}
+trap cleanup EXIT
+
+# nbd_start PARAMS...: serve the plugin on $SOCK (stripes=$STRIPES added
+# unless PARAMS name stripes), in the background, with stats in $STATS.
+nbd_start() {
+	local params=("$@") i
+	[[ " $* " == *" stripes="* ]] || [ "$STRIPES" = 1 ] ||
+		params+=("stripes=$STRIPES" "chunk=64K")
+	rm -f "$SOCK" "$WORK/pid"
+	LD_PRELOAD=$SAN_PRELOAD nbdkit -U "$SOCK" -P "$WORK/pid" -f --exit-with-parent \
+		"$PLUGIN" stats="$STATS" "${params[@]}" &
+	NBDKIT_PID=$!
+	for i in $(seq 100); do
+		[ -S "$SOCK" ] && [ -s "$WORK/pid" ] && break
+		kill -0 "$NBDKIT_PID" 2>/dev/null || fail "nbdkit did not start: ${params[*]}"
+		sleep 0.1
+	done
+	[ -S "$SOCK" ] || fail "nbdkit did not open $SOCK"
+	echo "nbdkit zram ${params[*]}"
+}
+
+# stat_field LINE N: field N (1 = first number) of the mm_stat or io_stat line.
+stat_field() { awk -v l="$1" -v n="$2" '$1 == l {print $(n + 1)}' "$STATS"; }
+
+# wait_stats LINE N VALUE: until the stats file shows VALUE there (it is
+# rewritten within a second of a change).
+wait_stats() {
+	local i
+	for i in $(seq 40); do
+		[ -f "$STATS" ] && [ "$(stat_field "$1" "$2")" = "$3" ] && return 0
+		sleep 0.1
+	done
+	fail "$1 field $2 is '$(stat_field "$1" "$2" 2>/dev/null)', not $3"
+}
+
+# corpus FILE: real anonymous memory, 64 MiB, from $CORPUS, /tmp or the xz
+# beside the checkout; without any, 16 MiB of mixed zero, text and random
+# pages, so that the test still runs.
+corpus() {
+	local root xz
+	root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+	xz=$root/../shared/corpus/anon-64m.bin.xz
+	if [ -f "${CORPUS:-/tmp/anon-64m.bin}" ]; then
+		cp "${CORPUS:-/tmp/anon-64m.bin}" "$1"
+	elif [ -f "$xz" ] && command -v xz >/dev/null; then
+		xz -dc "$xz" >"$1"
+	else
+		{
+			head -c 4M /dev/zero
+			find /usr/share/doc -name '*.gz' -print0 2>/dev/null | head -z -n 400 |
+				xargs -0 zcat 2>/dev/null | head -c 8M
+			head -c 4M /dev/urandom
+		} >"$1"
+		truncate -s 16M "$1"
+	fi
+}

@@ -1,0 +1,653 @@
+// SPDX-License-Identifier: MIT
+/*
+ * nbdkit-zram-plugin: libzpool's zram device served over NBD.
+ *
+ *   nbdkit zram size=SIZE [algorithm=NAME] [mem_limit=SIZE] [stripes=N]
+ *               [chunk=SIZE] [checksum=BOOL] [stats=FILE]
+ *
+ * Every NBD request becomes one bio over nbdkit's own buffer, submitted to
+ * the zram device (or the stripe over several) and waited for: no copy and
+ * no allocation on the data path.  Requests that are not whole 512-byte
+ * sectors, which NBD allows and the block layer does not, bounce through a
+ * sector-aligned buffer.  doc/nbdkit-zram-plugin.1 is the user's manual.
+ */
+#define NBDKIT_API_VERSION 2
+#include <nbdkit-plugin.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <libbvec/stripe.h>
+#include <libbvec/version.h>
+#include <libbvec/zram.h>
+
+#define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
+
+#define SECTOR ((uint64_t)BVEC_SECTOR_SIZE)
+#define PAGE ((uint64_t)BVEC_PAGE_SIZE)
+#define MAX_STRIPES BVEC_STRIPE_MAX_CHILDREN
+
+/* The stripe driver counts a chunk's sectors in an unsigned int. */
+#define MAX_CHUNK (((uint64_t)UINT_MAX / 2 + 1) * SECTOR)
+
+/*
+ * A striped extents request looks at most this many chunks: clients ask
+ * again from where the answer stopped, and no one request holds a worker
+ * thread for long on a huge thin disk.
+ */
+#define EXTENT_CHUNKS 65536
+
+static struct {
+	/* parameters */
+	uint64_t size, mem_limit, chunk;
+	const char *algorithm;
+	unsigned int n;
+	bool checksum;
+	char *stats_path;
+	/* devices */
+	uint64_t disksize;
+	struct zram *zram[MAX_STRIPES];
+	struct gendisk *stripe; /* over the zram devices when n > 1 */
+	struct gendisk *top;
+	/* serialises read-modify-writes of partial sectors */
+	pthread_mutex_t rmw;
+	/* the statistics file's writer */
+	pthread_t stats_thread;
+	bool stats_running, stopping;
+	pthread_mutex_t stats_lock;
+	pthread_cond_t stats_wake;
+	char stats_last[512];
+} zp = {
+	.chunk = 64 * 1024,
+	.n = 1,
+	.rmw = PTHREAD_MUTEX_INITIALIZER,
+	.stats_lock = PTHREAD_MUTEX_INITIALIZER,
+	.stats_wake = PTHREAD_COND_INITIALIZER,
+};
+
+/* ---- configuration ---- */
+
+/* nbdkit's own size syntax (1G, 512M, 4096 ...), which nbdkit users know. */
+static int parse_size(const char *value, uint64_t *out)
+{
+	int64_t v = nbdkit_parse_size(value); /* reports its own error */
+
+	if (v < 0)
+		return -1;
+	*out = (uint64_t)v;
+	return 0;
+}
+
+static int on_config(const char *key, const char *value)
+{
+	int b;
+
+	if (!strcmp(key, "size")) {
+		if (parse_size(value, &zp.size))
+			return -1;
+		if (!zp.size) {
+			nbdkit_error("size must not be 0");
+			return -1;
+		}
+	} else if (!strcmp(key, "algorithm")) {
+		if (!zpool_has_compressor(value)) {
+			nbdkit_error("algorithm: '%s' is not built in (lz4, lz4hc%s)", value,
+				     zpool_has_compressor("zstd") ? ", zstd" : "");
+			return -1;
+		}
+		zp.algorithm = value; /* nbdkit keeps it for the plugin's lifetime */
+	} else if (!strcmp(key, "mem_limit")) {
+		return parse_size(value, &zp.mem_limit);
+	} else if (!strcmp(key, "stripes")) {
+		if (nbdkit_parse_unsigned(key, value, &zp.n))
+			return -1;
+		if (zp.n < 1 || zp.n > MAX_STRIPES) {
+			nbdkit_error("stripes must be 1 to %u, not %s", MAX_STRIPES, value);
+			return -1;
+		}
+	} else if (!strcmp(key, "chunk")) {
+		if (parse_size(value, &zp.chunk))
+			return -1;
+		if (zp.chunk < PAGE || (zp.chunk & (zp.chunk - 1)) || zp.chunk > MAX_CHUNK) {
+			nbdkit_error("chunk must be a power of two from %" PRIu64 " to %" PRIu64
+				     " bytes, not %s", PAGE, MAX_CHUNK, value);
+			return -1;
+		}
+	} else if (!strcmp(key, "checksum")) {
+		if ((b = nbdkit_parse_bool(value)) < 0)
+			return -1;
+		zp.checksum = b;
+	} else if (!strcmp(key, "stats")) {
+		/* nbdkit changes directory to / once it serves: keep the path absolute. */
+		free(zp.stats_path);
+		zp.stats_path = nbdkit_absolute_path(value);
+		if (!zp.stats_path)
+			return -1;
+	} else {
+		nbdkit_error("unknown parameter '%s'", key);
+		return -1;
+	}
+	return 0;
+}
+
+static int on_config_complete(void)
+{
+	uint64_t per;
+
+	if (!zp.size) {
+		nbdkit_error("size= is required");
+		return -1;
+	}
+	/*
+	 * Round up, never down: the disk is at least the size asked for.  One
+	 * device takes whole pages; a stripe whole chunks on every child.
+	 */
+	per = zp.n == 1 ? PAGE : zp.chunk;
+	if (zp.size > UINT64_MAX / 2 / zp.n) {
+		nbdkit_error("size too large");
+		return -1;
+	}
+	if (zp.n > 1 && zp.size / zp.n < zp.chunk) {
+		nbdkit_error("size %" PRIu64 " is less than one chunk (%" PRIu64 ") a stripe",
+			     zp.size, zp.chunk);
+		return -1;
+	}
+	per = (zp.size / zp.n + per - 1) / per * per;
+	if (zp.n > 1 && per * zp.n < zp.size)
+		per += zp.chunk; /* the remainder did not fit in n chunks */
+	if (per > ZRAM_MAX_DISKSIZE) {
+		nbdkit_error("size too large: zram takes at most %" PRIu64 " bytes%s",
+			     (uint64_t)ZRAM_MAX_DISKSIZE, zp.n > 1 ? " per stripe" : "");
+		return -1;
+	}
+	zp.disksize = per * zp.n;
+	return 0;
+}
+
+#define CONFIG_HELP \
+	"size=<SIZE>         (required) size of the disk\n" \
+	"algorithm=<NAME>    lz4 (default), lz4hc, or zstd where built\n" \
+	"mem_limit=<SIZE>    most memory the data may use; 0 for none\n" \
+	"stripes=<N>         spread the disk over N zram devices (1 to 64)\n" \
+	"chunk=<SIZE>        stripe chunk, a power of two of at least a page (64K)\n" \
+	"checksum=<BOOL>     XXH3 checksum every stored page, checked on read\n" \
+	"stats=<FILE>        keep zram's mm_stat and io_stat in FILE"
+
+static void on_dump_plugin(void)
+{
+	printf("zram_page_size=%u\n", (unsigned int)BVEC_PAGE_SIZE);
+	printf("zram_algorithms=lz4 lz4hc%s\n", zpool_has_compressor("zstd") ? " zstd" : "");
+	printf("zram_libbvec=%s\n", bvec_version_string());
+}
+
+/* ---- devices ---- */
+
+static int on_get_ready(void)
+{
+	struct zram_config cfg = ZRAM_CONFIG_INIT;
+	struct gendisk *children[MAX_STRIPES];
+	unsigned int k;
+
+	cfg.disksize = zp.disksize / zp.n;
+	cfg.pool.compressor = zp.algorithm;
+	cfg.pool.mem_limit = zp.mem_limit / zp.n;
+	cfg.pool.flags = zp.checksum ? ZPOOL_F_CHECKSUM : 0;
+	if (zp.mem_limit && !cfg.pool.mem_limit)
+		cfg.pool.mem_limit = 1; /* a limit below one byte a stripe is still a limit */
+	for (k = 0; k < zp.n; k++) {
+		zp.zram[k] = zram_create(&cfg);
+		/* The algorithm was checked already: EINVAL can only be the size. */
+		if (!zp.zram[k] && errno == EINVAL) {
+			nbdkit_error("size too large: %" PRIu64 " bytes%s is more pages than "
+				     "one zram device holds; use more stripes", cfg.disksize,
+				     zp.n > 1 ? " a stripe" : "");
+			return -1;
+		}
+		if (!zp.zram[k]) {
+			nbdkit_error("cannot create a zram device of %" PRIu64 " bytes: %m",
+				     cfg.disksize);
+			return -1;
+		}
+		children[k] = zram_disk(zp.zram[k]);
+	}
+	if (zp.n == 1) {
+		zp.top = children[0];
+		return 0;
+	}
+	zp.stripe = bvec_stripe_create(children, zp.n, (unsigned int)(zp.chunk / SECTOR));
+	if (!zp.stripe) {
+		nbdkit_error("cannot create the stripe device: %m");
+		return -1;
+	}
+	zp.top = zp.stripe;
+	return 0;
+}
+
+/* ---- statistics ---- */
+
+/* zram's two lines, a stripe's devices summed. */
+static void stats_text(char *buf, size_t len)
+{
+	struct zpool_stats sum = { 0 }, m;
+	struct zram_io_stat io = { 0 }, i;
+	char mm[256], ios[128];
+	unsigned int k;
+
+	for (k = 0; k < zp.n && zp.zram[k]; k++) {
+		zram_mm_stat(zp.zram[k], &m);
+		zram_io_stat(zp.zram[k], &i);
+		zpool_stats_add(&sum, &m);
+		zram_io_stat_add(&io, &i);
+	}
+	zram_format_mm_stat(&sum, mm, sizeof(mm));
+	zram_format_io_stat(&io, ios, sizeof(ios));
+	snprintf(buf, len, "mm_stat %sio_stat %s", mm, ios);
+}
+
+/*
+ * A reader sees the old file or the new one, never half of one: the text
+ * goes to FILE.tmp, which is then renamed over FILE.  Unchanged statistics
+ * are not rewritten.  Called with stats_lock held.
+ */
+static void stats_write(void)
+{
+	char text[sizeof(zp.stats_last)], *tmp;
+	size_t n;
+	FILE *f;
+
+	stats_text(text, sizeof(text));
+	if (!strcmp(text, zp.stats_last))
+		return;
+	n = strlen(zp.stats_path) + 5;
+	tmp = malloc(n);
+	if (!tmp)
+		return;
+	snprintf(tmp, n, "%s.tmp", zp.stats_path);
+	f = fopen(tmp, "we");
+	if (f && fputs(text, f) >= 0 && !fclose(f) && !rename(tmp, zp.stats_path)) {
+		strcpy(zp.stats_last, text);
+	} else {
+		nbdkit_error("stats: cannot write %s: %m", zp.stats_path);
+		if (f)
+			remove(tmp);
+	}
+	free(tmp);
+}
+
+static void *stats_main(void *arg)
+{
+	struct timespec t;
+
+	(void)arg;
+	pthread_mutex_lock(&zp.stats_lock);
+	while (!zp.stopping) {
+		stats_write();
+		clock_gettime(CLOCK_REALTIME, &t);
+		t.tv_sec += 1;
+		pthread_cond_timedwait(&zp.stats_wake, &zp.stats_lock, &t);
+	}
+	pthread_mutex_unlock(&zp.stats_lock);
+	return NULL;
+}
+
+/* Threads die with nbdkit's fork into the background: start it after. */
+static int on_after_fork(void)
+{
+	int err;
+
+	if (!zp.stats_path)
+		return 0;
+	err = pthread_create(&zp.stats_thread, NULL, stats_main, NULL);
+	if (err) {
+		errno = err;
+		nbdkit_error("stats: cannot start its thread: %m");
+		return -1;
+	}
+	zp.stats_running = true;
+	return 0;
+}
+
+static void on_cleanup(void)
+{
+	if (!zp.stats_running)
+		return;
+	pthread_mutex_lock(&zp.stats_lock);
+	zp.stopping = true;
+	pthread_cond_signal(&zp.stats_wake);
+	pthread_mutex_unlock(&zp.stats_lock);
+	pthread_join(zp.stats_thread, NULL);
+	zp.stats_running = false;
+}
+
+/* The final statistics, then the devices: after every connection closed. */
+static void on_unload(void)
+{
+	unsigned int k;
+
+	on_cleanup();
+	if (zp.stats_path && zp.top) {
+		pthread_mutex_lock(&zp.stats_lock);
+		stats_write();
+		pthread_mutex_unlock(&zp.stats_lock);
+	}
+	put_disk(zp.stripe); /* before the zram devices under it */
+	for (k = 0; k < MAX_STRIPES; k++)
+		zram_destroy(zp.zram[k]);
+	free(zp.stats_path);
+}
+
+/* ---- connections ---- */
+
+static void *on_open(int readonly)
+{
+	(void)readonly;
+	return NBDKIT_HANDLE_NOT_NEEDED;
+}
+
+static int64_t on_get_size(void *handle)
+{
+	(void)handle;
+	return (int64_t)zp.disksize;
+}
+
+/* Sectors are the least a bio takes, a page what zram stores without a read. */
+static int on_block_size(void *handle, uint32_t *minimum, uint32_t *preferred,
+			   uint32_t *maximum)
+{
+	(void)handle;
+	*minimum = (uint32_t)SECTOR;
+	*preferred = (uint32_t)PAGE;
+	*maximum = 0xffffffff;
+	return 0;
+}
+
+static int yes(void *handle)
+{
+	(void)handle;
+	return 1;
+}
+
+static int no(void *handle)
+{
+	(void)handle;
+	return 0;
+}
+
+/* FUA is the bio's REQ_FUA; zram has no write cache, so both are free. */
+static int on_can_fua(void *handle)
+{
+	(void)handle;
+	return NBDKIT_FUA_NATIVE;
+}
+
+/* ---- data ---- */
+
+static const char *op_name(blk_opf_t op)
+{
+	switch (op & REQ_OP_MASK) {
+	case REQ_OP_READ:
+		return "read";
+	case REQ_OP_DISCARD:
+		return "trim";
+	case REQ_OP_WRITE_ZEROES:
+		return "zero";
+	default:
+		return op & REQ_PREFLUSH ? "flush" : "write";
+	}
+}
+
+/*
+ * One bio on the stack over @buf (NULL: no data, for flush, trim and zero),
+ * waited for.  An error is reported to nbdkit and the client gets its errno.
+ */
+static int submit(blk_opf_t op, uint64_t off, void *buf, uint32_t len)
+{
+	struct bio_vec bv;
+	struct bio bio;
+	int ret;
+
+	bio_init(&bio, zp.top->part0, buf ? &bv : NULL, buf ? 1 : 0, op);
+	bio.bi_iter.bi_sector = off / SECTOR;
+	if (buf)
+		bio_add_virt(&bio, buf, len);
+	else
+		bio.bi_iter.bi_size = len;
+	ret = submit_bio_wait(&bio);
+	bio_uninit(&bio);
+	if (ret) {
+		nbdkit_error("%s of %" PRIu32 " bytes at %" PRIu64 ": %s", op_name(op), len, off,
+			     strerror(-ret));
+		nbdkit_set_error(-ret);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Bytes not on sector boundaries: the sectors around them are read into a
+ * bounce buffer, patched and written back, under one lock so that two
+ * partial writes into one sector keep each other's bytes.  @src NULL writes
+ * zeroes.  Rare: every client this was tried with sends whole sectors.
+ */
+static int partial(void *dst, const void *src, uint32_t len, uint64_t off, blk_opf_t flags)
+{
+	uint64_t first = off / SECTOR * SECTOR;
+	uint64_t span = (off + len + SECTOR - 1) / SECTOR * SECTOR - first;
+	unsigned char *bounce = malloc((size_t)span);
+	int ret;
+
+	if (!bounce) {
+		nbdkit_error("no memory for a %" PRIu64 "-byte bounce buffer", span);
+		nbdkit_set_error(ENOMEM);
+		return -1;
+	}
+	pthread_mutex_lock(&zp.rmw);
+	ret = submit(REQ_OP_READ, first, bounce, (uint32_t)span);
+	if (!ret && dst) {
+		memcpy(dst, bounce + (off - first), len);
+	} else if (!ret) {
+		if (src)
+			memcpy(bounce + (off - first), src, len);
+		else
+			memset(bounce + (off - first), 0, len);
+		ret = submit(REQ_OP_WRITE | flags, first, bounce, (uint32_t)span);
+	}
+	pthread_mutex_unlock(&zp.rmw);
+	free(bounce);
+	return ret;
+}
+
+static bool aligned(uint32_t count, uint64_t offset)
+{
+	return !(offset % SECTOR) && !(count % SECTOR);
+}
+
+static int on_pread(void *handle, void *buf, uint32_t count, uint64_t offset,
+		      uint32_t flags)
+{
+	(void)handle;
+	(void)flags;
+	if (!aligned(count, offset))
+		return partial(buf, NULL, count, offset, 0);
+	return submit(REQ_OP_READ, offset, buf, count);
+}
+
+static blk_opf_t fua(uint32_t flags)
+{
+	return flags & NBDKIT_FLAG_FUA ? REQ_FUA : 0;
+}
+
+static int on_pwrite(void *handle, const void *buf, uint32_t count, uint64_t offset,
+		       uint32_t flags)
+{
+	(void)handle;
+	if (!aligned(count, offset))
+		return partial(NULL, buf, count, offset, fua(flags));
+	/* The device only reads a write's pages: nbdkit's buffer stays as it is. */
+	return submit(REQ_OP_WRITE | fua(flags), offset, (void *)buf, count);
+}
+
+/* A flush, as Linux spells it: an empty write with REQ_PREFLUSH. */
+static int on_flush(void *handle, uint32_t flags)
+{
+	(void)handle;
+	(void)flags;
+	return submit(REQ_OP_WRITE | REQ_PREFLUSH, 0, NULL, 0);
+}
+
+/*
+ * DISCARD over the whole sectors of the range.  zram frees the whole pages
+ * and zeroes the sectors of partial ones; the bytes of partial sectors at
+ * the ends are left as they are, which a trim is allowed to do.
+ */
+static int on_trim(void *handle, uint32_t count, uint64_t offset, uint32_t flags)
+{
+	uint64_t a = (offset + SECTOR - 1) / SECTOR * SECTOR, b = (offset + count) / SECTOR * SECTOR;
+
+	(void)handle;
+	if (a >= b)
+		return 0;
+	return submit(REQ_OP_DISCARD | fua(flags), a, NULL, (uint32_t)(b - a));
+}
+
+/* Zeroes for writes that must allocate; never written to, so never copied. */
+static unsigned char zeroes[1u << 20];
+
+/*
+ * Zeroing is always fast here, so a fast-zero request is served as any
+ * other.  With MAY_TRIM the whole sectors become one WRITE_ZEROES bio,
+ * which frees whole pages (holes) and zeroes the rest in place.  Without it
+ * the client wants the range allocated (NBD_CMD_FLAG_NO_HOLE), so zeroes are
+ * written as data: each page becomes a stored zero page, a handle without
+ * zspage memory, which extents then report as allocated zeroes.
+ */
+static int on_zero(void *handle, uint32_t count, uint64_t offset, uint32_t flags)
+{
+	uint64_t a = (offset + SECTOR - 1) / SECTOR * SECTOR, b = (offset + count) / SECTOR * SECTOR;
+	uint64_t end = offset + count;
+
+	(void)handle;
+	if (!(flags & NBDKIT_FLAG_MAY_TRIM)) {
+		while (offset < end) {
+			uint32_t n = (uint32_t)(end - offset < sizeof(zeroes) ? end - offset :
+										 sizeof(zeroes));
+
+			if (on_pwrite(handle, zeroes, n, offset, flags & NBDKIT_FLAG_FUA))
+				return -1;
+			offset += n;
+		}
+		return 0;
+	}
+	if (a >= b)
+		return partial(NULL, NULL, count, offset, fua(flags));
+	if (a > offset && partial(NULL, NULL, (uint32_t)(a - offset), offset, fua(flags)))
+		return -1;
+	if (end > b && partial(NULL, NULL, (uint32_t)(end - b), b, fua(flags)))
+		return -1;
+	return submit(REQ_OP_WRITE_ZEROES | fua(flags), a, NULL, (uint32_t)(b - a));
+}
+
+/* ---- extents ---- */
+
+struct extent_ctx {
+	struct nbdkit_extents *extents;
+	uint64_t shift;	/* disk offset less device offset */
+	bool one;	/* NBDKIT_FLAG_REQ_ONE: the first extent is enough */
+	int added;
+	int err;
+};
+
+/* Returned by add_extent() to stop the walk when it has said enough. */
+#define ENOUGH 1
+
+static int add_extent(void *arg, uint64_t off, uint64_t len, enum zram_page_state st)
+{
+	static const uint32_t type[] = {
+		[ZRAM_PAGE_UNALLOCATED] = NBDKIT_EXTENT_HOLE | NBDKIT_EXTENT_ZERO,
+		[ZRAM_PAGE_ZERO] = NBDKIT_EXTENT_ZERO,
+		[ZRAM_PAGE_DATA] = 0,
+	};
+	struct extent_ctx *c = arg;
+
+	if (nbdkit_add_extent(c->extents, off + c->shift, len, type[st])) {
+		c->err = errno ? errno : EIO;
+		return -1;
+	}
+	c->added++;
+	return c->one ? ENOUGH : 0;
+}
+
+static int on_extents(void *handle, uint32_t count, uint64_t offset, uint32_t flags,
+			   struct nbdkit_extents *extents)
+{
+	struct extent_ctx c = { extents, 0, (flags & NBDKIT_FLAG_REQ_ONE) != 0, 0, 0 };
+	uint64_t end = offset + count, i;
+	int ret = 0;
+
+	(void)handle;
+	if (zp.n == 1) {
+		ret = zram_extents(zp.zram[0], offset, count, add_extent, &c);
+	} else {
+		/* Chunk k is chunk k / n of child k % n; nbdkit joins equal neighbours. */
+		for (i = 0; i < EXTENT_CHUNKS && offset < end && !ret; i++) {
+			uint64_t k = offset / zp.chunk, in = offset % zp.chunk;
+			uint64_t len = zp.chunk - in < end - offset ? zp.chunk - in : end - offset;
+			uint64_t dev_off = k / zp.n * zp.chunk + in;
+
+			c.shift = offset - dev_off;
+			ret = zram_extents(zp.zram[k % zp.n], dev_off, len, add_extent, &c);
+			offset += len;
+		}
+	}
+	if (ret < 0) {
+		if (c.err) /* nbdkit_add_extent() has reported it */
+			return -1;
+		nbdkit_error("extents: %s", strerror(-ret));
+		nbdkit_set_error(-ret);
+		return -1;
+	}
+	return 0;
+}
+
+static struct nbdkit_plugin plugin = {
+	.name = "zram",
+	.longname = "nbdkit zram plugin (libzpool's compressed RAM disk)",
+	.version = LIBBVEC_VERSION_STRING,
+	.description = "A compressed RAM disk: libzpool's zram device on libbvec bios.",
+	.unload = on_unload,
+	.config = on_config,
+	.config_complete = on_config_complete,
+	.config_help = CONFIG_HELP,
+	.dump_plugin = on_dump_plugin,
+	.get_ready = on_get_ready,
+	.after_fork = on_after_fork,
+	.cleanup = on_cleanup,
+	.open = on_open,
+	.get_size = on_get_size,
+	.block_size = on_block_size,
+	.can_write = yes,
+	.can_flush = yes,
+	.is_rotational = no,
+	.can_trim = yes,
+	.can_zero = yes,
+	.can_fast_zero = yes,
+	.can_extents = yes,
+	.can_fua = on_can_fua,
+	.can_multi_conn = yes,
+	.pread = on_pread,
+	.pwrite = on_pwrite,
+	.flush = on_flush,
+	.trim = on_trim,
+	.zero = on_zero,
+	.extents = on_extents,
+	.errno_is_preserved = 0,
+};
+
+NBDKIT_REGISTER_PLUGIN(plugin)
