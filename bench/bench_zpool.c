@@ -3,8 +3,11 @@
  * bench_zpool: libzpool against raw lz4 (and zstd), and against a store that
  * mallocs each compressed page, on the same pages in the same run.
  *
- *   bench_zpool CORPUS [--csv]
+ *   bench_zpool CORPUS [--csv] [--compact-max MIB] [--compact-only]
  *
+ * The last part times zpool_compact() on pools of 64 MiB of stored pages
+ * up to --compact-max (1024 by default; 4096 for the 4 GiB case, 0 to
+ * skip it); --compact-only runs that part alone.
  * CORPUS is a file of whole pages (e.g. ../shared/corpus/anon-64m.bin.xz
  * unpacked).  Exits 77 (skip) if it is absent.  Every page loaded back is
  * compared with the original, so the throughput figures are of correct work.
@@ -310,20 +313,89 @@ static void memory_figures(const char *compressor, unsigned int chain)
 	free(h);
 }
 
+/*
+ * Compaction time against pool size: @mib MiB of pages, the corpus repeated
+ * with one word of each copy varied so no two copies are alike (same-filled
+ * pages are left as they are), every third page freed, then one timed
+ * zpool_compact().  Its cost should follow what it moves, a third of the
+ * pool here, so the time per stored page should stay flat as the pool grows.
+ */
+static void compact_figure(size_t mib)
+{
+	size_t n = (mib << 20) / PS, i;
+	zpool_handle_t *h = malloc(n * sizeof(*h));
+	unsigned char *page = aligned_alloc(PS, PS);
+	struct zpool_stats st;
+	struct zpool *pool;
+	size_t moved;
+	char key[96];
+	double t;
+
+	if (!h || !page)
+		die("malloc");
+	pool = zpool_create(NULL);
+	if (!pool)
+		die("zpool_create");
+	for (i = 0; i < n; i++) {
+		const unsigned char *src = corpus + i % npages * PS;
+		uint64_t copy = i / npages, w;
+
+		if (copy && !page_same_filled(src)) {
+			memcpy(page, src, PS);
+			memcpy(&w, page + PS / 2, sizeof(w));
+			w ^= copy * 0x9e3779b97f4a7c15ull;
+			memcpy(page + PS / 2, &w, sizeof(w));
+			src = page;
+		}
+		if (zpool_store(pool, src, &h[i]))
+			die("zpool_store");
+	}
+	for (i = 0; i < n; i += 3)
+		zpool_free(pool, h[i]);
+	t = now();
+	moved = zpool_compact(pool);
+	t = now() - t;
+	zpool_stats(pool, &st);
+	snprintf(key, sizeof(key), "compact %zu MiB: seconds", mib);
+	report(key, t, "s");
+	snprintf(key, sizeof(key), "compact %zu MiB: ns per stored page", mib);
+	report(key, t * 1e9 / (double)n, "ns");
+	snprintf(key, sizeof(key), "compact %zu MiB: pages freed", mib);
+	report(key, (double)moved, "pages");
+	snprintf(key, sizeof(key), "compact %zu MiB: mem_used/compr after", mib);
+	report(key, (double)st.mem_used_total / (double)st.compr_data_size, "x");
+	zpool_destroy(pool);
+	free(page);
+	free(h);
+}
+
 int main(int argc, char **argv)
 {
 	struct raw raw;
 	zpool_handle_t *handles;
 	uint64_t payload, footprint, payload_after, footprint_after;
 	double c1, d1, c2, d2, s1, sa, l1, s2, l2;
+	size_t compact_max = 1024, mib;
+	bool compact_only = false;
 	FILE *f;
 	long size;
+	int a;
 
+	for (a = 2; a < argc; a++) {
+		if (!strcmp(argv[a], "--csv"))
+			csv = 1;
+		else if (!strcmp(argv[a], "--compact-max") && a + 1 < argc)
+			compact_max = strtoul(argv[++a], NULL, 10);
+		else if (!strcmp(argv[a], "--compact-only"))
+			compact_only = true;
+		else
+			argc = 0;
+	}
 	if (argc < 2) {
-		fprintf(stderr, "usage: bench_zpool CORPUS [--csv]\n");
+		fprintf(stderr, "usage: bench_zpool CORPUS [--csv] [--compact-max MIB] "
+			"[--compact-only]\n");
 		return 2;
 	}
-	csv = argc > 2 && !strcmp(argv[2], "--csv");
 	f = fopen(argv[1], "rb");
 	if (!f) {
 		printf("bench_zpool: %s: not found, skipping\n", argv[1]);
@@ -343,6 +415,8 @@ int main(int argc, char **argv)
 	fclose(f);
 	if (!csv)
 		printf("bench_zpool: %zu pages of %zu bytes from %s\n", npages, PS, argv[1]);
+	if (compact_only)
+		goto compaction;
 
 	arena_bytes = npages * PS * 11 / 10 + (64u << 20) / 16;
 	arena_mem = malloc(arena_bytes);
@@ -394,6 +468,11 @@ int main(int argc, char **argv)
 		memory_figures("zstd", 8);
 	}
 #endif
+compaction:
+	if (!csv && compact_max >= 64)
+		printf("compaction after freeing every third page, by pool size:\n");
+	for (mib = 64; mib <= compact_max; mib *= 2)
+		compact_figure(mib);
 	free(arena_mem);
 	free(corpus);
 	free(raw.buf);

@@ -176,6 +176,9 @@ struct size_class {
 	uint64_t zspages;
 	uint64_t objs_used;
 	uint64_t pages_used; /* pages counted in mem_used_total */
+	/* Compaction, under the class lock: its sources, and objects to move. */
+	struct zspage *compact_sources;
+	uint64_t compact_pending;
 };
 
 /*

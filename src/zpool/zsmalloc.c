@@ -11,7 +11,7 @@
  *   demand-paged source only the pages holding a used slot are real and
  *   counted; a class's partly filled zspage costs at most one partial page.
  * - Objects carry no header.  Compaction finds the handles of the objects it
- *   moves by scanning the handle table for the class it holds locked.
+ *   moves by reading the handle table: one pass for every class together.
  * - Compaction also trims: in a zspage with holes, objects above the holes
  *   move down into them and the pages past the last object are discarded,
  *   so freed space is returned without emptying whole zspages.
@@ -422,80 +422,130 @@ size_t zpool__obj_alloc_cost(struct zpool *pool, struct size_class *c)
 	return cost + zpool__table_alloc_cost(&pool->zspages);
 }
 
-typedef bool (*obj_fn)(struct zpool *pool, struct size_class *c,
-		       _Atomic(uint64_t) *slotp, uint64_t e);
+/*
+ * Compaction is two passes over the whole pool, not scans per class: the
+ * first empties the sparsest zspages of every class into the fullest, the
+ * second packs each zspage with holes below its new end.  Objects carry no
+ * header, so a pass finds the handles of what it moves by reading the
+ * handle table, once for every class together, and stops as soon as
+ * nothing is left to move.  Each class with work stays write-locked for
+ * the pass; classes are locked in storage order, the one order in which
+ * any thread holds two class locks.
+ */
+enum step { STEP_SKIP, STEP_MOVED, STEP_STUCK };
 
-struct obj_walk {
+typedef enum step (*step_fn)(struct zpool *pool, struct size_class *c,
+			     _Atomic(uint64_t) *slotp, uint64_t e);
+
+struct compact_pass {
 	struct zpool *pool;
-	struct size_class *c;
-	obj_fn fn;
+	step_fn step;
+	uint64_t pending;	/* objects left to move, all classes */
+	uint64_t active[(ZP_NR_CLASSES + 63) / 64]; /* by storage index */
 };
 
-static bool obj_visit(_Atomic(uint64_t) *slotp, uint64_t e, void *arg)
+static void bit_set(uint64_t *map, size_t i)
 {
-	struct obj_walk *w = arg;
-
-	if (zp_entry_tag(e) != ZP_TAG_OBJ || zp_entry_class(e) != w->c->index)
-		return true;
-	return w->fn(w->pool, w->c, slotp, e);
+	map[i / 64] |= (uint64_t)1 << (i % 64);
 }
 
-/*
- * Calls @fn on each handle-table entry of an object in class @c, until it
- * returns false.  Objects carry no header, so this scan is how compaction
- * and trimming find the handles of what they move.
- */
-static void for_each_obj(struct zpool *pool, struct size_class *c, obj_fn fn)
+static bool bit_test(const uint64_t *map, size_t i)
 {
-	struct obj_walk w = { .pool = pool, .c = c, .fn = fn };
+	return map[i / 64] >> (i % 64) & 1;
+}
 
-	zpool__table_for_each(&pool->handles, obj_visit, &w);
+static size_t class_nr(const struct zpool *pool, const struct size_class *c)
+{
+	return (size_t)(c - pool->class_storage);
+}
+
+static void pass_drop(struct compact_pass *p, struct size_class *c)
+{
+	size_t i = class_nr(p->pool, c);
+
+	p->pending -= c->compact_pending;
+	c->compact_pending = 0;
+	p->active[i / 64] &= ~((uint64_t)1 << (i % 64));
+}
+
+static bool pass_visit(_Atomic(uint64_t) *slotp, uint64_t e, void *arg)
+{
+	struct compact_pass *p = arg;
+	struct size_class *c;
+	size_t i;
+
+	if (zp_entry_tag(e) != ZP_TAG_OBJ)
+		return true;
+	c = p->pool->classes[zp_entry_class(e)];
+	i = class_nr(p->pool, c);
+	if (!bit_test(p->active, i))
+		return true;
+	switch (p->step(p->pool, c, slotp, e)) {
+	case STEP_MOVED:
+		p->pending--;
+		if (!--c->compact_pending)
+			pass_drop(p, c);
+		break;
+	case STEP_STUCK:
+		pass_drop(p, c);
+		break;
+	case STEP_SKIP:
+		break;
+	}
+	return p->pending > 0;
+}
+
+static void pass_run(struct compact_pass *p)
+{
+	if (p->pending)
+		zpool__table_for_each(&p->pool->handles, pass_visit, p);
 }
 
 /* Trimming: an object above its zspage's new end moves into a hole below. */
-static bool trim_one(struct zpool *pool, struct size_class *c, _Atomic(uint64_t) *slotp,
-		     uint64_t e)
+static enum step trim_one(struct zpool *pool, struct size_class *c,
+			  _Atomic(uint64_t) *slotp, uint64_t e)
 {
 	struct zspage *z = zpool__zspage(pool, zp_entry_zspage(e));
 	unsigned int slot = zp_entry_slot(e), hole;
 	uint16_t next;
 
 	if (z->compacting != ZP_TRIM || slot < z->trim_target)
-		return true;
+		return STEP_SKIP;
 	hole = z->free_head;
 	memcpy(&next, zpool__obj_addr(c, z, hole), sizeof(next));
 	z->free_head = next;
 	move_obj(c, slotp, e, z, hole, zpool__obj_addr(c, z, hole),
 		 zpool__obj_addr(c, z, slot));
-	return true;
+	return STEP_MOVED;
 }
 
 /* Evacuation: an object in a source zspage moves to the fullest with room. */
-static bool evacuate_one(struct zpool *pool, struct size_class *c, _Atomic(uint64_t) *slotp,
-			 uint64_t e)
+static enum step evacuate_one(struct zpool *pool, struct size_class *c,
+			      _Atomic(uint64_t) *slotp, uint64_t e)
 {
 	struct zspage *from = zpool__zspage(pool, zp_entry_zspage(e)), *to;
 	unsigned int slot, new_slot;
 	unsigned char *dst;
 
 	if (from->compacting != ZP_EVACUATE)
-		return true;
+		return STEP_SKIP;
 	to = fullest_with_room(c);
 	if (!to)
-		return false;
+		return STEP_STUCK;
 	slot = zp_entry_slot(e);
 	dst = take_slot(pool, c, to, &new_slot);
 	move_obj(c, slotp, e, to, new_slot, dst, zpool__obj_addr(c, from, slot));
 	zpool__obj_free(pool, c, from, slot);
-	return true;
+	return STEP_MOVED;
 }
 
 /*
  * Whether packing @z's objects into its lowest slots would free a page;
  * if so, keep on its free list only the holes those objects will fill
- * (the slots below the object count) and mark it for trimming.
+ * (the slots below the object count), mark it for trimming, and add the
+ * objects that will move (one per hole kept) to *@moves.
  */
-static bool trim_mark(struct size_class *c, struct zspage *z)
+static bool trim_mark(struct size_class *c, struct zspage *z, uint64_t *moves)
 {
 	uint16_t s = z->free_head, kept = ZP_NO_SLOT;
 
@@ -509,6 +559,7 @@ static bool trim_mark(struct size_class *c, struct zspage *z)
 		if (s < z->inuse) {
 			memcpy(p, &kept, sizeof(kept));
 			kept = s;
+			(*moves)++;
 		}
 		s = next;
 	}
@@ -534,26 +585,32 @@ static size_t trim_discard_tail(struct zpool *pool, struct size_class *c, struct
 }
 
 /*
- * Trimming, under the class write lock: mark each zspage where packing
- * would free a page, move the objects above each one's new end down into
- * its holes (one scan of the handle table for them all), and discard the
- * pages past the new ends.  Needs a source that can discard part of a run.
+ * Trimming plan for one class, under its write lock: mark each zspage
+ * where packing would free a page.  Needs a source that can discard part
+ * of a run.  Whether any zspage was marked.
  */
-static size_t trim_class(struct zpool *pool, struct size_class *c)
+static bool trim_plan(struct zpool *pool, struct size_class *c)
 {
-	size_t freed = 0;
 	bool any = false;
 	struct zspage *z;
 	unsigned int g;
 
-	if (!pool->src.lazy || !pool->src.discard)
-		return 0;
+	c->compact_pending = 0;
+	if (c->huge || !pool->src.lazy || !pool->src.discard)
+		return false;
 	for (g = 1; g < ZP_FULLNESS_GROUPS - 1; g++)
 		for (z = c->fullness[g]; z; z = z->next)
-			any |= trim_mark(c, z);
-	if (!any)
-		return 0;
-	for_each_obj(pool, c, trim_one);
+			any |= trim_mark(c, z, &c->compact_pending);
+	return any;
+}
+
+/* After the trimming pass: discard the pages past each marked zspage's end. */
+static size_t trim_finish(struct zpool *pool, struct size_class *c)
+{
+	size_t freed = 0;
+	struct zspage *z;
+	unsigned int g;
+
 	for (g = 1; g < ZP_FULLNESS_GROUPS - 1; g++)
 		for (z = c->fullness[g]; z; z = z->next)
 			if (z->compacting == ZP_TRIM)
@@ -562,22 +619,20 @@ static size_t trim_class(struct zpool *pool, struct size_class *c)
 }
 
 /*
- * Compaction of one class, under its write lock.  Sources are taken from
- * the emptiest zspages while the rest can absorb their objects; they leave
- * the fullness lists so no object is moved into them.  One scan of the
- * handle table finds the objects living in sources.
+ * Evacuation plan for one class, under its write lock: sources are taken
+ * from the emptiest zspages while the rest can absorb their objects; they
+ * leave the fullness lists so no object is moved into them.  The sources,
+ * linked through ->next, or NULL.
  */
-static size_t compact_class(struct zpool *pool, struct size_class *c)
+static struct zspage *evacuate_plan(struct size_class *c)
 {
 	uint64_t free_slots = c->zspages * c->objs_per_zspage - c->objs_used;
 	struct zspage *sources = NULL, *z, *next;
-	size_t freed = 0;
 	unsigned int g;
 
-	if (c->huge)
-		return 0;
-	if (free_slots < c->objs_per_zspage)
-		goto trim;
+	c->compact_pending = 0;
+	if (c->huge || free_slots < c->objs_per_zspage)
+		return NULL;
 	for (g = 1; g < ZP_FULLNESS_GROUPS - 1; g++) {
 		for (z = c->fullness[g]; z; z = next) {
 			uint64_t own_free = c->objs_per_zspage - z->inuse;
@@ -585,18 +640,24 @@ static size_t compact_class(struct zpool *pool, struct size_class *c)
 			next = z->next;
 			/* Room elsewhere must hold this zspage's objects. */
 			if (free_slots < own_free + z->inuse)
-				goto chosen;
+				return sources;
 			free_slots -= own_free + z->inuse;
 			list_del(c, z);
 			z->compacting = ZP_EVACUATE;
+			c->compact_pending += z->inuse;
 			z->next = sources;
 			sources = z;
 		}
 	}
-chosen:
-	if (!sources)
-		goto trim;
-	for_each_obj(pool, c, evacuate_one);
+	return sources;
+}
+
+/* After the evacuation pass: emptied sources go back, the rest are listed again. */
+static size_t evacuate_finish(struct zpool *pool, struct size_class *c, struct zspage *sources)
+{
+	struct zspage *z, *next;
+	size_t freed = 0;
+
 	for (z = sources; z; z = next) {
 		next = z->next;
 		z->compacting = 0;
@@ -608,22 +669,66 @@ chosen:
 			list_add(c, z, fullness_of(c, z));
 		}
 	}
-trim:
-	return freed + trim_class(pool, c);
+	return freed;
 }
 
 size_t zpool__compact(struct zpool *pool)
 {
-	size_t freed = 0, n;
+	struct compact_pass p = { .pool = pool, .step = evacuate_one };
+	uint64_t held[(ZP_NR_CLASSES + 63) / 64] = { 0 };
+	size_t freed = 0;
 	unsigned int i;
 
 	for (i = 0; i < pool->nr_distinct; i++) {
 		struct size_class *c = &pool->class_storage[i];
 
 		zpool__write_lock(c->lock);
-		n = compact_class(pool, c);
+		c->compact_sources = evacuate_plan(c);
+		if (!c->compact_sources) {
+			zpool__rw_unlock(c->lock);
+			continue;
+		}
+		p.pending += c->compact_pending;
+		bit_set(p.active, i);
+	}
+	pass_run(&p);
+	for (i = 0; i < pool->nr_distinct; i++) {
+		struct size_class *c = &pool->class_storage[i];
+
+		if (!c->compact_sources)
+			continue;
+		freed += evacuate_finish(pool, c, c->compact_sources);
+		c->compact_sources = NULL;
+		c->compact_pending = 0;
 		zpool__rw_unlock(c->lock);
-		freed += n;
+	}
+
+	memset(p.active, 0, sizeof(p.active));
+	p.pending = 0;
+	p.step = trim_one;
+	for (i = 0; i < pool->nr_distinct; i++) {
+		struct size_class *c = &pool->class_storage[i];
+
+		zpool__write_lock(c->lock);
+		if (!trim_plan(pool, c)) {
+			zpool__rw_unlock(c->lock);
+			continue;
+		}
+		bit_set(held, i);
+		/* A zspage may be marked with nothing to move, only pages to discard. */
+		p.pending += c->compact_pending;
+		if (c->compact_pending)
+			bit_set(p.active, i);
+	}
+	pass_run(&p);
+	for (i = 0; i < pool->nr_distinct; i++) {
+		struct size_class *c = &pool->class_storage[i];
+
+		if (!bit_test(held, i))
+			continue;
+		freed += trim_finish(pool, c);
+		c->compact_pending = 0;
+		zpool__rw_unlock(c->lock);
 	}
 	atomic_fetch_add(&pool->pages_compacted, freed);
 	return freed;
