@@ -23,10 +23,12 @@ struct tdisk {
 	struct gendisk *disk;
 	unsigned char *mem;
 	atomic_bool fail_reads, fail_writes;
+	atomic_bool hold; /* the thread serves nothing while set */
+	atomic_bool hold_reads; /* the thread sets reads aside while set */
+	atomic_int held;
 	bool async;
 	pthread_t thread;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
 	struct bio_list queue;
 	bool stop;
 	atomic_int inflight, max_inflight;
@@ -57,20 +59,34 @@ static void tdisk_serve(struct tdisk *t, struct bio *bio)
 static void *tdisk_thread(void *arg)
 {
 	struct tdisk *t = arg;
+	struct bio_list held;
 	struct bio *bio;
+	bool stop;
 
-	pthread_mutex_lock(&t->mu);
+	bio_list_init(&held);
 	for (;;) {
-		while (!(bio = bio_list_pop(&t->queue)) && !t->stop)
-			pthread_cond_wait(&t->cv, &t->mu);
-		if (!bio)
-			break;
-		pthread_mutex_unlock(&t->mu);
-		usleep(20); /* a device's latency: lets a batch queue up */
-		tdisk_serve(t, bio);
 		pthread_mutex_lock(&t->mu);
+		bio = bio_list_pop(&t->queue);
+		stop = t->stop;
+		pthread_mutex_unlock(&t->mu);
+		if (!bio && !atomic_load(&t->hold_reads))
+			bio = bio_list_pop(&held);
+		if (!bio) {
+			if (stop && bio_list_empty(&held))
+				break;
+			usleep(50);
+			continue;
+		}
+		if (!op_is_write(bio->bi_opf) && atomic_load(&t->hold_reads)) {
+			bio_list_add(&held, bio);
+			atomic_fetch_add(&t->held, 1);
+			continue;
+		}
+		usleep(20); /* a device's latency: lets a batch queue up */
+		while (atomic_load(&t->hold))
+			usleep(50);
+		tdisk_serve(t, bio);
 	}
-	pthread_mutex_unlock(&t->mu);
 	return NULL;
 }
 
@@ -87,7 +103,6 @@ static void tdisk_submit(struct bio *bio)
 	}
 	pthread_mutex_lock(&t->mu);
 	bio_list_add(&t->queue, bio);
-	pthread_cond_signal(&t->cv);
 	pthread_mutex_unlock(&t->mu);
 }
 
@@ -110,7 +125,6 @@ static struct tdisk *tdisk_new(uint64_t pages, bool async)
 	t->async = async;
 	bio_list_init(&t->queue);
 	pthread_mutex_init(&t->mu, NULL);
-	pthread_cond_init(&t->cv, NULL);
 	if (async)
 		ck_assert_int_eq(pthread_create(&t->thread, NULL, tdisk_thread, t), 0);
 	return t;
@@ -121,7 +135,6 @@ static void tdisk_free(struct tdisk *t)
 	if (t->async) {
 		pthread_mutex_lock(&t->mu);
 		t->stop = true;
-		pthread_cond_signal(&t->cv);
 		pthread_mutex_unlock(&t->mu);
 		pthread_join(t->thread, NULL);
 	}
@@ -557,6 +570,91 @@ START_TEST(test_file_disk)
 }
 END_TEST
 
+static void *writeback_page0(void *arg)
+{
+	return (void *)(intptr_t)zram_writeback(arg, ZRAM_WB_ALL, 0, 1);
+}
+
+/*
+ * A page overwritten while its write to the backing disk is in flight keeps
+ * the new contents in memory, and the block goes back.
+ */
+START_TEST(test_overwrite_in_flight)
+{
+	static unsigned char model[NP][PG];
+	struct tdisk *t = tdisk_new(64, true);
+	struct zram *z = new_zram(NP, t->disk);
+	pthread_t th;
+	void *ret;
+
+	fill(z, model, 12);
+	atomic_store(&t->hold, true);
+	ck_assert_int_eq(pthread_create(&th, NULL, writeback_page0, z), 0);
+	while (!atomic_load(&t->inflight))
+		usleep(100);
+	make_page(model[0], PAGE_TEXT, 4242, 0);
+	ck_assert_int_eq(io(z, REQ_OP_WRITE, 0, model[0], PG), 0);
+	atomic_store(&t->hold, false);
+	pthread_join(th, &ret);
+	ck_assert_int_eq((intptr_t)ret, 0);
+	ck_assert(!page_on_backing(z, 0));
+	check_bd(z, 0, 0, 1); /* the disk was written, the block released */
+	check_all(z, model, NP);
+	zram_destroy(z);
+	tdisk_free(t);
+}
+END_TEST
+
+struct reader {
+	struct zram *z;
+	unsigned char *buf;
+	int ret;
+};
+
+static void *read_page0(void *arg)
+{
+	struct reader *r = arg;
+
+	r->ret = io(r->z, REQ_OP_READ, 0, r->buf, PG);
+	return NULL;
+}
+
+/*
+ * A block whose read is in flight is not handed to another page when its
+ * own page is overwritten: the reader gets the page it asked for, never
+ * another page's bytes written over the block meanwhile.
+ */
+START_TEST(test_block_pinned_while_read)
+{
+	static unsigned char model[NP][PG], old[PG], got[PG];
+	struct tdisk *t = tdisk_new(64, true);
+	struct reader r = { .z = new_zram(NP, t->disk), .buf = got };
+	struct zram *z = r.z;
+	pthread_t th;
+
+	fill(z, model, 13);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, 1), 1);
+	memcpy(old, model[0], PG);
+	atomic_store(&t->hold_reads, true);
+	ck_assert_int_eq(pthread_create(&th, NULL, read_page0, &r), 0);
+	while (!atomic_load(&t->held))
+		usleep(100);
+	make_page(model[0], PAGE_TEXT, 4343, 0);
+	ck_assert_int_eq(io(z, REQ_OP_WRITE, 0, model[0], PG), 0);
+	check_bd(z, 1, 0, 1); /* released, but still taken: it is being read */
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 1, 1), 1);
+	check_bd(z, 2, 0, 2);
+	atomic_store(&t->hold_reads, false);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(r.ret, 0);
+	ck_assert(!memcmp(got, old, PG));
+	check_bd(z, 1, 1, 2); /* free once the read is done */
+	check_all(z, model, NP);
+	zram_destroy(z);
+	tdisk_free(t);
+}
+END_TEST
+
 /* Many writes in flight on a disk that completes later; one with batch 1. */
 START_TEST(test_batch)
 {
@@ -716,7 +814,8 @@ END_TEST
 int main(void)
 {
 	const TTest *const device[] = { test_modes, test_enospc, test_limit, test_backing_rules,
-					test_file_disk, test_batch, NULL };
+					test_file_disk, test_batch, test_overwrite_in_flight,
+					test_block_pinned_while_read, NULL };
 	/* _i = 0: a disk that completes inside submit_bio; 1: on its own thread. */
 	const TTest *const both[] = { test_partial_io, test_backing_fails, test_reset, test_race,
 				      NULL };
