@@ -44,11 +44,11 @@ run() { # LABEL ZBLK-ARGS...
 	measure "$label" "$MNT/disk"
 }
 base="disksize=$SIZE"
-run "zblk default (128K, threads)" -o "$base"
+run "zblk default (1M, direct I/O)" -o "$base"
 run "page_cache (disk not direct I/O)" -o "$base,page_cache"
 run "clone_fd (an fd per thread)" -o "$base,clone_fd"
 run "max_threads=2" -o "$base,max_threads=2"
-run "max_write=1M" -o "$base,max_write=1M"
+run "max_write=128K" -o "$base,max_write=128K"
 run "max_write=256K" -o "$base,max_write=256K"
 run "single-threaded (-s)" -s -o "$base"
 run "writeback cache" -o "$base,writeback"

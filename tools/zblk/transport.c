@@ -13,6 +13,12 @@
  * exclusively across each write's round trip, one writer at a time.
  * bench/fuse_tuning.sh and doc/performance.md measure each.
  *
+ * Direct I/O has a price: the kernel sends a synchronous direct request in
+ * max_write pieces one after another, where through the page cache it
+ * kept several in flight for the worker threads to share.  So a large
+ * request for the disk is cut here into pieces done at once by a few
+ * helper threads, the requesting thread doing its share.
+ *
  * The file operations themselves stay zblk.c's high-level ones, called
  * with the paths they always received, so a file added to zblk.c's table
  * is served here without a change.
@@ -22,12 +28,15 @@
 #include <errno.h>
 #include <fuse.h>
 #include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "transport.h"
 
@@ -54,14 +63,46 @@ struct open_out {
 
 #define MAX_FILES 64
 
+/* Pieces start at multiples of this, so no two share a device page. */
+#define PIECE_ALIGN (64u * 1024)
+#define MAX_HELPERS 8
+
+/* One piece of a split read or write, and the request it belongs to. */
+struct split {
+	const char *path;
+	struct fuse_file_info *fi;
+	bool write;
+	unsigned int left;		/* pieces not yet done; under tp.lock */
+	int err;			/* the first piece's error, or 0 */
+};
+
+struct piece {
+	struct split *split;
+	char *buf;
+	size_t size;
+	off_t off;
+};
+
 struct transport {
 	const struct fuse_operations *ops;
 	unsigned int n;			/* files in the root */
 	unsigned int disk;		/* index of the disk in path[], or n */
 	char *path[MAX_FILES + 1];	/* "/" then "/NAME" for inode i + 1 */
+	uint64_t disksize;		/* the disk's size, fixed while mounted */
+	/* helpers for split requests: a queue of pieces under lock */
+	pthread_mutex_t lock;
+	pthread_cond_t work, done;
+	struct piece queue[MAX_HELPERS * 4];
+	unsigned int head, count, helpers;
+	bool stopping;
+	pthread_t helper[MAX_HELPERS];
 };
 
-static struct transport tp;
+static struct transport tp = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.work = PTHREAD_COND_INITIALIZER,
+	.done = PTHREAD_COND_INITIALIZER,
+};
 
 /* Inode 1 is the root (FUSE_ROOT_ID); inode i + 1 is path[i]. */
 static const char *ino_path(fuse_ino_t ino)
@@ -245,6 +286,119 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_iov(req, &iov, 1);
 }
 
+static void run_piece(const struct piece *p)
+{
+	struct split *s = p->split;
+	int ret = s->write ? tp.ops->write(s->path, p->buf, p->size, p->off, s->fi) :
+			     tp.ops->read(s->path, p->buf, p->size, p->off, s->fi);
+
+	/* Each piece lies inside the disk, so anything short is an error. */
+	if (ret >= 0 && (size_t)ret != p->size)
+		ret = -EIO;
+	pthread_mutex_lock(&tp.lock);
+	if (ret < 0 && !s->err)
+		s->err = ret;
+	if (!--s->left)
+		pthread_cond_broadcast(&tp.done);
+	pthread_mutex_unlock(&tp.lock);
+}
+
+/* Takes the next queued piece; tp.lock held. */
+static bool take_piece(struct piece *p)
+{
+	if (!tp.count)
+		return false;
+	*p = tp.queue[tp.head];
+	tp.head = (tp.head + 1) % (sizeof(tp.queue) / sizeof(tp.queue[0]));
+	tp.count--;
+	return true;
+}
+
+static void *helper_main(void *arg)
+{
+	struct piece p;
+
+	(void)arg;
+	pthread_mutex_lock(&tp.lock);
+	while (!tp.stopping) {
+		if (!take_piece(&p)) {
+			pthread_cond_wait(&tp.work, &tp.lock);
+			continue;
+		}
+		pthread_mutex_unlock(&tp.lock);
+		run_piece(&p);
+		pthread_mutex_lock(&tp.lock);
+	}
+	pthread_mutex_unlock(&tp.lock);
+	return NULL;
+}
+
+/*
+ * Reads or writes the disk's [off, off + size) as pieces run at once: the
+ * first here, the rest queued for the helpers; while waiting, this thread
+ * runs queued pieces too, so a busy pool only makes it slower, never stuck.
+ * Return: @size, or the first piece's negative errno.
+ */
+static int split_io(const char *path, char *buf, size_t size, off_t off, bool write,
+		    struct fuse_file_info *fi)
+{
+	const size_t qlen = sizeof(tp.queue) / sizeof(tp.queue[0]);
+	struct split s = { path, fi, write, 0, 0 };
+	struct piece first, p;
+	size_t step = (size / (tp.helpers + 1) + PIECE_ALIGN - 1) / PIECE_ALIGN * PIECE_ALIGN;
+	size_t done;
+
+	/* Piece ends after the first fall on multiples of PIECE_ALIGN. */
+	first.split = &s;
+	first.buf = buf;
+	first.off = off;
+	first.size = step - (size_t)((uint64_t)off % PIECE_ALIGN);
+	s.left = 1;
+	pthread_mutex_lock(&tp.lock);
+	for (done = first.size; done < size; done += p.size) {
+		if (tp.count == qlen)
+			break;
+		p.split = &s;
+		p.buf = buf + done;
+		p.off = off + (off_t)done;
+		p.size = size - done < step ? size - done : step;
+		tp.queue[(tp.head + tp.count++) % qlen] = p;
+		s.left++;
+	}
+	if (done < size) /* the queue was full: the first piece takes the rest */
+		first.size += size - done;
+	pthread_cond_broadcast(&tp.work);
+	pthread_mutex_unlock(&tp.lock);
+	run_piece(&first);
+	pthread_mutex_lock(&tp.lock);
+	while (s.left) {
+		if (take_piece(&p)) {
+			pthread_mutex_unlock(&tp.lock);
+			run_piece(&p);
+			pthread_mutex_lock(&tp.lock);
+		} else {
+			pthread_cond_wait(&tp.done, &tp.lock);
+		}
+	}
+	pthread_mutex_unlock(&tp.lock);
+	return s.err ? s.err : (int)size;
+}
+
+/* Disk I/O: split when large, with helpers, and inside the disk. */
+static int disk_rw(fuse_ino_t ino, const char *path, char *buf, size_t size, off_t off,
+		   bool write, struct fuse_file_info *fi)
+{
+	if (ino - 2 == tp.disk && tp.helpers && off >= 0 && (uint64_t)off < tp.disksize &&
+	    size >= 2 * PIECE_ALIGN) {
+		if (size > tp.disksize - (uint64_t)off)
+			size = (size_t)(tp.disksize - (uint64_t)off);
+		if (size >= 2 * PIECE_ALIGN)
+			return split_io(path, buf, size, off, write, fi);
+	}
+	return write ? tp.ops->write(path, buf, size, off, fi) :
+		       tp.ops->read(path, buf, size, off, fi);
+}
+
 static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -261,7 +415,7 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	ret = tp.ops->read(path, buf, size, off, fi);
+	ret = disk_rw(ino, path, buf, size, off, false, fi);
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
 	else
@@ -279,7 +433,7 @@ static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	ret = tp.ops->write(path, buf, size, off, fi);
+	ret = disk_rw(ino, path, (char *)buf, size, off, true, fi);
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
 	else
@@ -373,6 +527,7 @@ static int add_name(void *buf, const char *name, const struct stat *st, off_t of
 
 static int list_files(const char *disk)
 {
+	struct stat st;
 	unsigned int i;
 
 	tp.path[0] = (char *)"/";
@@ -384,7 +539,34 @@ static int list_files(const char *disk)
 	for (i = 1; i <= tp.n; i++)
 		if (!strcmp(tp.path[i] + 1, disk))
 			tp.disk = i - 1;
+	if (tp.disk < tp.n && !tp.ops->getattr(tp.path[tp.disk + 1], &st, NULL))
+		tp.disksize = (uint64_t)st.st_size;
 	return 0;
+}
+
+/* One helper per other processor; none on one processor. */
+static void start_helpers(void)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned int want = cpus > 1 ? (unsigned int)(cpus - 1) : 0;
+
+	if (want > MAX_HELPERS)
+		want = MAX_HELPERS;
+	while (tp.helpers < want && !pthread_create(&tp.helper[tp.helpers], NULL, helper_main, NULL))
+		tp.helpers++;
+}
+
+static void stop_helpers(void)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&tp.lock);
+	tp.stopping = true;
+	pthread_cond_broadcast(&tp.work);
+	pthread_mutex_unlock(&tp.lock);
+	for (i = 0; i < tp.helpers; i++)
+		pthread_join(tp.helper[i], NULL);
+	tp.helpers = 0;
 }
 
 static void free_files(void)
@@ -439,8 +621,13 @@ int zblk__serve(struct fuse_args *args, const struct fuse_operations *ops, const
 		fuse_remove_signal_handlers(se);
 		goto out;
 	}
-	if (fuse_daemonize(opts.foreground) == 0 && serve(se, &opts) == 0)
-		ret = 0;
+	/* After fuse_daemonize: threads do not survive its fork. */
+	if (fuse_daemonize(opts.foreground) == 0) {
+		start_helpers();
+		if (serve(se, &opts) == 0)
+			ret = 0;
+		stop_helpers();
+	}
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 out:

@@ -13,7 +13,7 @@
  * or the zram device, and completes before FUSE gets its reply.
  * fusermount3 -u MOUNTPOINT stops it.  The option "null" stores nothing
  * (reads return zeroes), to measure what FUSE itself costs; max_write=SIZE
- * (default 128K, which bench/fuse_tuning.sh found best), writeback (the
+ * (default 1M, or 128K with page_cache: bench/fuse_tuning.sh), writeback (the
  * kernel's writeback cache), splice and page_cache (the disk through the
  * page cache, as shared mmap needs; it is direct I/O otherwise) tune FUSE
  * (see bench/fuse_tuning.sh for what each buys).  zblk -h lists the options.
@@ -668,7 +668,7 @@ static void usage(FILE *out)
 		"    -o mem_limit=SIZE      most memory the data may use; 0 for none\n"
 		"    -o stripes=N           spread the disk over N zram devices (1 to 16)\n"
 		"    -o chunk=SIZE          stripe chunk, a power of two of at least a page (64K)\n"
-		"    -o max_write=SIZE      largest FUSE request, 4K to 16M (128K)\n"
+		"    -o max_write=SIZE      largest FUSE request, 4K to 16M (1M; 128K with page_cache)\n"
 		"    -o writeback           the kernel's writeback cache (the disk is then direct I/O)\n"
 		"    -o splice              move data with splice\n"
 		"    -o page_cache          the disk through the page cache (shared mmap works;\n"
@@ -834,7 +834,12 @@ static int check_options(void)
 		return usage_error("backing_dev needs stripes=1", zb.backing_dev);
 	if (zb.algorithm && !zpool_has_compressor(zb.algorithm))
 		return usage_error("unknown algorithm", zb.algorithm);
-	zb.max_write = 128u << 10;
+	/*
+	 * The kernel sends a direct I/O disk one request at a time, so each
+	 * should be large (transport.c shares it among threads); through the
+	 * page cache it keeps several 128K requests in flight instead.
+	 */
+	zb.max_write = zb.page_cache && !zb.writeback ? 128u << 10 : 1u << 20;
 	if (zb.max_write_s) {
 		if (parse_size(zb.max_write_s, &v) || v < (4u << 10) || v > (16u << 20))
 			return usage_error("max_write must be 4K to 16M", zb.max_write_s);
