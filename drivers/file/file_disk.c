@@ -14,6 +14,14 @@
 #include "bvec/internal.h"
 #include "bvec/os.h"
 
+/*
+ * musl's <fcntl.h> defines only the first two fallocate modes; the value is
+ * the Linux system call's ABI, the same on every architecture.
+ */
+#if defined(__linux__) && !defined(FALLOC_FL_ZERO_RANGE)
+#define FALLOC_FL_ZERO_RANGE 0x10
+#endif
+
 #define IOV_BATCH 64
 
 struct file_disk {

@@ -35,6 +35,12 @@
  * same value as BVEC_PAGE_SIZE (a size_t) and Linux's type.
  */
 #define PAGE_SHIFT BVEC_PAGE_SHIFT
+/*
+ * musl's <limits.h> (included above, through kernel.h) defines PAGE_SIZE as
+ * the MMU's page; a ported driver means the bvec page, which differs from
+ * it in the 16 and 64 KiB page builds.
+ */
+#undef PAGE_SIZE
 #define PAGE_SIZE (1UL << PAGE_SHIFT)
 #define PAGE_MASK (~(PAGE_SIZE - 1))
 #define SECTOR_SHIFT BVEC_SECTOR_SHIFT
