@@ -103,7 +103,8 @@ static const struct fuse_opt zblk_opts[] = {
 };
 
 enum file { F_ROOT, F_DISK, F_MM_STAT, F_IO_STAT, F_COMPACT, F_MEM_LIMIT, F_IDLE,
-	    F_WRITEBACK, F_WB_LIMIT, F_WB_LIMIT_ENABLE, F_BD_STAT, F_BLOCK_STATE, F_NONE };
+	    F_WRITEBACK, F_WB_LIMIT, F_WB_LIMIT_ENABLE, F_BD_STAT, F_BLOCK_STATE,
+	    F_RECOMP_ALGORITHM, F_RECOMPRESS, F_ALGORITHM_PARAMS, F_TRAIN_DICT, F_NONE };
 
 static const struct {
 	const char *name;
@@ -120,6 +121,10 @@ static const struct {
 	[F_WB_LIMIT_ENABLE] = { "writeback_limit_enable", S_IFREG | 0600 },
 	[F_BD_STAT] = { "bd_stat", S_IFREG | 0444 },
 	[F_BLOCK_STATE] = { "block_state", S_IFREG | 0444 },
+	[F_RECOMP_ALGORITHM] = { "recomp_algorithm", S_IFREG | 0600 },
+	[F_RECOMPRESS] = { "recompress", S_IFREG | 0200 },
+	[F_ALGORITHM_PARAMS] = { "algorithm_params", S_IFREG | 0200 },
+	[F_TRAIN_DICT] = { "train_dict", S_IFREG | 0200 },
 };
 
 static enum file lookup(const char *path)
@@ -135,6 +140,7 @@ static enum file lookup(const char *path)
 }
 
 static int wb_file(enum file f, char *buf, size_t size, off_t off, bool write);
+static int recomp_file(enum file f, char *buf, size_t size, off_t off, bool write);
 
 /* Sizes are file offsets, so no option or control file may exceed off_t. */
 static int parse_size(const char *s, uint64_t *out)
@@ -191,6 +197,8 @@ static int zblk_getattr(const char *path, struct stat *st, struct fuse_file_info
 		st->st_size = stat_text(f, text, sizeof(text));
 	} else if (f >= F_WRITEBACK && f < F_BLOCK_STATE && files[f].mode & 0444) {
 		st->st_size = wb_file(f, text, sizeof(text), 0, false);
+	} else if (f == F_RECOMP_ALGORITHM) {
+		st->st_size = recomp_file(f, text, sizeof(text), 0, false);
 	}
 	return 0;
 }
@@ -441,6 +449,231 @@ static int wb_file(enum file f, char *buf, size_t size, off_t off, bool write)
 	}
 }
 
+/*
+ * The recompression files take Linux's "key=value ..." words; every word
+ * is checked before anything changes, so a bad line changes nothing.
+ */
+struct recomp_args {
+	const char *algo, *type, *dict;
+	uint64_t priority, threshold, max_pages, size;
+	int level;
+	bool has_priority;
+};
+
+/* "level=-5" too: zstd's fast levels are negative. */
+static int parse_level(const char *s, int *out)
+{
+	bool neg = *s == '-';
+	uint64_t v;
+
+	if (zblk_parse_number(s + neg, false, INT_MAX, &v))
+		return -EINVAL;
+	*out = neg ? -(int)v : (int)v;
+	return 0;
+}
+
+/* Splits @text into @a, accepting only the keys in @keys (space-separated). */
+static int recomp_parse(char *text, const char *keys, struct recomp_args *a)
+{
+	struct zblk_kv kv[16];
+	int n, i, err = 0;
+
+	n = zblk_parse_kv(text, kv, sizeof(kv) / sizeof(kv[0]));
+	if (n < 0)
+		return -EINVAL;
+	for (i = 0; i < n && !err; i++) {
+		const char *k = kv[i].key, *v = kv[i].value, *at = strstr(keys, k);
+		size_t len = strlen(k);
+
+		/* A whole word of @keys, with a value: "type=" alone is no key. */
+		if (!v || !at || (at != keys && at[-1] != ' ') || (at[len] && at[len] != ' '))
+			return -EINVAL;
+		if (!strcmp(k, "algo")) {
+			a->algo = v;
+			err = zpool_has_compressor(v) ? 0 : -EINVAL;
+		} else if (!strcmp(k, "priority")) {
+			a->has_priority = true;
+			err = zblk_parse_number(v, false, ZRAM_MAX_RECOMP_PRIO, &a->priority);
+		} else if (!strcmp(k, "type")) {
+			a->type = v;
+		} else if (!strcmp(k, "threshold")) {
+			err = zblk_parse_number(v, false, PAGE, &a->threshold);
+		} else if (!strcmp(k, "max_pages")) {
+			err = zblk_parse_number(v, false, UINT64_MAX, &a->max_pages);
+		} else if (!strcmp(k, "level")) {
+			err = parse_level(v, &a->level);
+		} else if (!strcmp(k, "dict")) {
+			a->dict = v;
+		} else if (!strcmp(k, "size")) {
+			err = zblk_parse_number(v, true, (uint64_t)1 << 20, &a->size);
+		}
+	}
+	return err ? -EINVAL : 0;
+}
+
+/*
+ * algorithm_params and train_dict name a priority (0 to 3) or an algorithm,
+ * the lowest priority that has it; given both, they must agree.
+ */
+static int recomp_priority(const struct recomp_args *a, unsigned int *prio)
+{
+	const char *name;
+	unsigned int p;
+
+	if (!a->algo) {
+		*prio = (unsigned int)a->priority;
+		return 0;
+	}
+	for (p = 0; p <= ZRAM_MAX_RECOMP_PRIO; p++) {
+		if (a->has_priority && p != a->priority)
+			continue;
+		if (!zram_get_algorithm(zb.zram[0], p, &name, NULL) && !strcmp(name, a->algo)) {
+			*prio = p;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* dict=PATH: the whole file, 1 byte to 1 MiB (as zram_set_algorithm_params()). */
+static int read_dict(const char *path, char **out, size_t *len)
+{
+	struct stat st;
+	ssize_t r;
+	size_t done = 0;
+	char *d;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size < 1 || st.st_size > (1 << 20)) {
+		close(fd);
+		return -EINVAL;
+	}
+	d = malloc((size_t)st.st_size);
+	while (d && done < (size_t)st.st_size) {
+		r = read(fd, d + done, (size_t)st.st_size - done);
+		if (r <= 0) {
+			ret = r < 0 ? -errno : -EINVAL; /* shrank while read */
+			break;
+		}
+		done += (size_t)r;
+	}
+	close(fd);
+	if (!d || ret) {
+		free(d);
+		return d ? ret : -ENOMEM;
+	}
+	*out = d;
+	*len = done;
+	return 0;
+}
+
+/*
+ * The recompression files, as Linux's zram names and parses them:
+ * recomp_algorithm ("algo=NAME [priority=1..3]"; reads "#N: a [b] c" per
+ * priority set, the chosen one in brackets), recompress ("[type=idle|huge|
+ * huge_idle] [threshold=BYTES] [max_pages=N] [algo=NAME] [priority=N]"),
+ * algorithm_params ("[priority=N|algo=NAME] [level=N] [dict=PATH]"), and,
+ * beyond Linux, train_dict ("[priority=N|algo=NAME] [size=BYTES]").  With
+ * stripes every zram device gets the same; reads show the first.  A read
+ * returns bytes, a write @size, or a negative errno.
+ */
+static int recomp_file(enum file f, char *buf, size_t size, off_t off, bool write)
+{
+	static const char *const algos[] = { "lz4", "lz4hc", "zstd" };
+	static const char *const types[] = { [ZRAM_RECOMP_IDLE] = "idle",
+		[ZRAM_RECOMP_HUGE] = "huge", [ZRAM_RECOMP_HUGE_IDLE] = "huge_idle" };
+	struct zram_recompress_params rp = ZRAM_RECOMPRESS_PARAMS_INIT;
+	struct recomp_args a = { .size = 64 << 10 };
+	char text[PATH_MAX + 256], *dict = NULL;
+	const char *name;
+	size_t dict_len = 0, i;
+	unsigned int k, prio;
+	int n = 0, ret = 0;
+	int64_t r;
+
+	if (!write) {
+		if (f != F_RECOMP_ALGORITHM)
+			return -EACCES;
+		for (prio = 1; prio <= ZRAM_MAX_RECOMP_PRIO && !zb.null; prio++) {
+			if (zram_get_algorithm(zb.zram[0], prio, &name, NULL))
+				continue;
+			n += snprintf(text + n, sizeof(text) - (size_t)n, "#%u:", prio);
+			for (i = 0; i < sizeof(algos) / sizeof(algos[0]); i++)
+				if (zpool_has_compressor(algos[i]))
+					n += snprintf(text + n, sizeof(text) - (size_t)n,
+						      strcmp(algos[i], name) ? " %s" : " [%s]",
+						      algos[i]);
+			n += snprintf(text + n, sizeof(text) - (size_t)n, "\n");
+		}
+		if (off >= n)
+			return 0;
+		if (size > (size_t)(n - off))
+			size = (size_t)(n - off);
+		memcpy(buf, text + off, size);
+		return (int)size;
+	}
+	if (size >= sizeof(text))
+		return -EINVAL;
+	memcpy(text, buf, size);
+	text[size] = 0;
+	switch (f) {
+	case F_RECOMP_ALGORITHM:
+		if (recomp_parse(text, "algo priority", &a) || !a.algo ||
+		    (a.has_priority && !a.priority))
+			return -EINVAL;
+		for (k = 0; k < zb.n && !ret; k++)
+			ret = zram_set_recomp_algorithm(zb.zram[k], a.algo,
+							a.has_priority ? (unsigned int)a.priority : 1);
+		break;
+	case F_RECOMPRESS:
+		if (recomp_parse(text, "type algo priority threshold max_pages", &a) ||
+		    (a.has_priority && !a.priority))
+			return -EINVAL;
+		if (a.type) {
+			for (i = ZRAM_RECOMP_IDLE; i <= ZRAM_RECOMP_HUGE_IDLE; i++)
+				if (!strcmp(a.type, types[i]))
+					break;
+			if (i > ZRAM_RECOMP_HUGE_IDLE)
+				return -EINVAL;
+			rp.type = (enum zram_recomp_type)i;
+		}
+		rp.threshold = a.threshold;
+		/* Stripes share max_pages, rounded up so each device gets one at least. */
+		rp.max_pages = (a.max_pages + zb.n - 1) / zb.n;
+		rp.algo = a.algo;
+		rp.priority = (unsigned int)a.priority;
+		for (k = 0; k < zb.n && !ret; k++) {
+			r = zram_recompress(zb.zram[k], &rp);
+			ret = r < 0 ? (int)r : 0;
+		}
+		break;
+	case F_ALGORITHM_PARAMS:
+		if (recomp_parse(text, "algo priority level dict", &a) ||
+		    recomp_priority(&a, &prio))
+			return -EINVAL;
+		if (zram_get_algorithm(zb.zram[0], prio, NULL, NULL))
+			return -EINVAL;
+		if (a.dict && (ret = read_dict(a.dict, &dict, &dict_len)))
+			return ret;
+		for (k = 0; k < zb.n && !ret; k++)
+			ret = zram_set_algorithm_params(zb.zram[k], prio, a.level, dict, dict_len);
+		free(dict);
+		break;
+	case F_TRAIN_DICT:
+		if (recomp_parse(text, "algo priority size", &a) || recomp_priority(&a, &prio) ||
+		    a.size < 256)
+			return -EINVAL;
+		for (k = 0; k < zb.n && ret >= 0; k++)
+			ret = zram_train_dict(zb.zram[k], prio, (size_t)a.size);
+		break;
+	default:
+		return -EACCES;
+	}
+	return ret < 0 ? ret : (int)size;
+}
+
 static int zblk_read(const char *path, char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
@@ -451,6 +684,8 @@ static int zblk_read(const char *path, char *buf, size_t size, off_t off,
 	(void)fi;
 	if (f == F_DISK)
 		return disk_io(buf, size, (uint64_t)off, false);
+	if (f >= F_RECOMP_ALGORITHM && f < F_NONE)
+		return recomp_file(f, buf, size, off, false);
 	if (f >= F_WRITEBACK && f < F_NONE)
 		return wb_file(f, buf, size, off, false);
 	if (f != F_MM_STAT && f != F_IO_STAT && f != F_MEM_LIMIT)
@@ -477,6 +712,8 @@ static int zblk_write(const char *path, const char *buf, size_t size, off_t off,
 		return disk_io((char *)buf, size, (uint64_t)off, true);
 	if (zb.null && f != F_NONE)
 		return (int)size;
+	if (f >= F_RECOMP_ALGORITHM && f < F_NONE)
+		return recomp_file(f, (char *)buf, size, off, true);
 	if (f >= F_WRITEBACK && f < F_NONE)
 		return wb_file(f, (char *)buf, size, off, true);
 	snprintf(text, sizeof(text), "%.*s", (int)(size < 63 ? size : 63), buf);
