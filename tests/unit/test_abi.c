@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 #include <libbvec/blkdev.h>
-#include <libbvec/zpool.h>
+#include <libbvec/zram.h>
 
 #include "testutil.h"
 #include "../headers/abi_layout.h"
@@ -22,7 +22,9 @@ struct u64_in_struct {
 
 struct layout {
 	size_t bio_vec, bvec_iter, bio, bi_iter, bi_end_io, bi_max_vecs, bi_io_vec,
-		bi_pool, bio_set, bvec_allocator, queue_limits, features, page_source;
+		bi_pool, bio_set, bvec_allocator, queue_limits, features, page_source,
+		zpool_stats, zram_io_stat, zram_bd_stat, zram_block_state, recompress_params,
+		zram_config, zpool_config;
 };
 
 static const struct layout lp64 = { ABI_LP64 };
@@ -48,6 +50,13 @@ START_TEST(test_struct_layout)
 	ck_assert_uint_eq(sizeof(struct queue_limits), want->queue_limits);
 	ck_assert_uint_eq(offsetof(struct queue_limits, features), want->features);
 	ck_assert_uint_eq(sizeof(struct zpool_page_source), want->page_source);
+	ck_assert_uint_eq(sizeof(struct zpool_stats), want->zpool_stats);
+	ck_assert_uint_eq(sizeof(struct zram_io_stat), want->zram_io_stat);
+	ck_assert_uint_eq(sizeof(struct zram_bd_stat), want->zram_bd_stat);
+	ck_assert_uint_eq(sizeof(struct zram_block_state), want->zram_block_state);
+	ck_assert_uint_eq(sizeof(struct zram_recompress_params), want->recompress_params);
+	ck_assert_uint_eq(sizeof(struct zram_config), want->zram_config);
+	ck_assert_uint_eq(sizeof(struct zpool_config), want->zpool_config);
 }
 END_TEST
 
