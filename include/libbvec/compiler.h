@@ -7,10 +7,13 @@
  * Define BVEC_STATIC when linking the static library on Windows-like
  * targets; on ELF it changes nothing.
  *
- * BVEC_ATOMIC(T) is C11's _Atomic(T) in C.  C++ before C++23 has no
- * compatible spelling, so C++ sees the plain type, which has the same size
- * and alignment on every supported ABI; C++ code must only touch such fields
- * through the library's functions.
+ * BVEC_ATOMIC(T) declares a struct member of C11's type _Atomic(T) in C.
+ * C++ before C++23 has no compatible spelling, so C++ sees the plain type,
+ * aligned to its size as _Atomic(T) is: a plain 64-bit member is only
+ * 4-aligned on i386, which put C++'s struct gendisk 8 bytes short of C's.
+ * C++ code must only touch such fields through the library's functions.
+ * It is for member declarations only (it may carry an alignment
+ * specifier).
  *
  * How public structs grow without breaking the ABI (one rule, followed by
  * every header; the layouts are pinned in tests/headers/abi_layout.h):
@@ -48,8 +51,10 @@
 #define BVEC_API
 #endif
 
-#if defined(__cplusplus) || defined(__STDC_NO_ATOMICS__)
-#define BVEC_ATOMIC(T) T
+#if defined(__cplusplus)
+#define BVEC_ATOMIC(T) alignas(sizeof(T)) T
+#elif defined(__STDC_NO_ATOMICS__)
+#define BVEC_ATOMIC(T) _Alignas(sizeof(T)) T
 #else
 #define BVEC_ATOMIC(T) _Atomic(T)
 #endif
