@@ -614,9 +614,10 @@ int main(void)
 		{ .name = NULL },
 	};
 	char name[] = "/tmp/bvec-uring-XXXXXX";
-	int fd = mkstemp(name);
 	struct gendisk *probe;
+	int fd;
 
+	fd = mkstemp(name);
 	if (fd < 0) {
 		perror("uring: mkstemp");
 		return EXIT_FAILURE;
@@ -625,7 +626,7 @@ int main(void)
 	probe = bvec_uring_disk_create(fd, NULL, 1);
 
 	/* No liburing in this build, io_uring disabled in the kernel or not
-	 * emulated (valgrind before 3.20 does not know its syscalls). */
+	 * emulated. */
 	if (!probe) {
 		printf("uring: skipped: bvec_uring_disk_create: %s\n", strerror(errno));
 		close(fd);
