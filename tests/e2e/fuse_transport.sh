@@ -5,7 +5,8 @@
 # reads of it come without a GETATTR each; by default the disk is direct
 # I/O with parallel writes, so two writers have two WRITEs in flight at
 # once, while with page_cache the kernel sends them one at a time and a
-# shared mmap works; the statistics files stay current.
+# shared mmap works; the statistics files stay current; max_write stops
+# where libfuse's buffers do.
 . "$(dirname "$0")/lib.sh"
 command -v fio >/dev/null || skip "no fio"
 SIZE=$((16 * 1024 * 1024))
@@ -77,4 +78,22 @@ sys.exit(0 if ok else 1)
 PY
 	stop
 done
+
+# A max_write past libfuse's 256-page request buffers is refused with a
+# message; it used to mount, then fail every read of /dev/fuse (EINVAL),
+# leaving a dead mount.  The largest allowed one works.
+max=$((256 * $(getconf PAGESIZE)))
+if "$ZBLK" -o "disksize=4M,max_write=$((2 * max))" "$MNT" 2>"$WORK/err"; then
+	fusermount3 -uz "$MNT" 2>/dev/null
+	fail "max_write=$((2 * max)) was accepted"
+fi
+grep -q "^zblk: max_write must be 4K to " "$WORK/err" ||
+	fail "max_write=$((2 * max)) said: $(cat "$WORK/err")"
+echo "max_write=$((2 * max)) -> $(cat "$WORK/err")"
+"$ZBLK" -o "disksize=4M,max_write=$max" "$MNT" || fail "max_write=$max refused"
+head -c $((2 * max)) /dev/urandom >"$WORK/data"
+dd if="$WORK/data" of="$MNT/disk" bs=$((2 * max)) oflag=direct conv=notrunc status=none ||
+	fail "a $((2 * max))-byte write with max_write=$max failed"
+cmp -n $((2 * max)) "$WORK/data" "$MNT/disk" || fail "max_write=$max: data differ"
+fusermount3 -u "$MNT"
 echo "PASS"

@@ -905,7 +905,8 @@ static void usage(FILE *out)
 		"    -o mem_limit=SIZE      most memory the data may use; 0 for none\n"
 		"    -o stripes=N           spread the disk over N zram devices (1 to 16)\n"
 		"    -o chunk=SIZE          stripe chunk, a power of two of at least a page (64K)\n"
-		"    -o max_write=SIZE      largest FUSE request, 4K to 16M (1M; 128K with page_cache)\n"
+		"    -o max_write=SIZE      largest FUSE request, 4K to 256 pages (1M, or 128K\n"
+		"                           with page_cache)\n"
 		"    -o writeback           the kernel's writeback cache (the disk is then direct I/O)\n"
 		"    -o splice              move data with splice\n"
 		"    -o page_cache          the disk through the page cache (shared mmap works;\n"
@@ -1078,8 +1079,18 @@ static int check_options(void)
 	 */
 	zb.max_write = zb.page_cache && !zb.writeback ? 128u << 10 : 1u << 20;
 	if (zb.max_write_s) {
-		if (parse_size(zb.max_write_s, &v) || v < (4u << 10) || v > (16u << 20))
-			return usage_error("max_write must be 4K to 16M", zb.max_write_s);
+		/*
+		 * libfuse reads requests into buffers of 256 pages and the
+		 * kernel allows no more by default: a larger max_write mounts,
+		 * then every read of /dev/fuse fails and the mount is dead.
+		 */
+		const uint64_t max = 256 * (uint64_t)sysconf(_SC_PAGESIZE);
+
+		if (parse_size(zb.max_write_s, &v) || v < (4u << 10) || v > max) {
+			snprintf(msg, sizeof(msg), "max_write must be 4K to %s",
+				 size_text(max, text, sizeof(text)));
+			return usage_error(msg, zb.max_write_s);
+		}
 		zb.max_write = (unsigned int)v;
 	}
 	return 0;
