@@ -260,6 +260,52 @@ static void rss_figure(struct zpool *pool, long long base, const char *compresso
 	report(key, (double)(now - base) / (double)st.mem_used_total, "x");
 }
 
+/*
+ * Where the memory above the payload goes, in % of the payload; the four
+ * add up to mem_used_total exactly: objects rounded up to 16 bytes, then
+ * up to their (merged) class's size, the slack in the class's pages (each
+ * class's partly used last page, zspage tails), and the metadata.
+ */
+static void overhead_figures(struct zpool *pool, const zpool_handle_t *h,
+			     const char *compressor, unsigned int chain)
+{
+	size_t n = zpool_class_stats(pool, NULL, 0), i, k;
+	struct zpool_class_stats *cs = calloc(n ? n : 1, sizeof(*cs));
+	double rounded = 0, merged = 0, slack = 0, payload;
+	struct zpool_stats st;
+	char key[96];
+
+	if (!cs)
+		die("calloc");
+	n = zpool_class_stats(pool, cs, n);
+	zpool_stats(pool, &st);
+	payload = (double)st.compr_data_size;
+	for (i = 0; i < npages; i++) {
+		size_t len = zpool_obj_size(pool, h[i]), r;
+
+		if (!len)
+			continue;
+		r = len < 32 ? 32 : (len + 15) / 16 * 16;
+		for (k = 0; k < n && cs[k].size < r; k++)
+			;
+		rounded += (double)(r - len);
+		if (k < n)
+			merged += (double)(cs[k].size - r);
+	}
+	for (k = 0; k < n; k++)
+		slack += (double)cs[k].pages_used * (double)PS -
+			 (double)cs[k].objs_used * (double)cs[k].size;
+	free(cs);
+	snprintf(key, sizeof(key), "%s chain %u: overhead, rounding to 16 bytes", compressor, chain);
+	report(key, 100 * rounded / payload, "%");
+	snprintf(key, sizeof(key), "%s chain %u: overhead, merged class sizes", compressor, chain);
+	report(key, 100 * merged / payload, "%");
+	snprintf(key, sizeof(key), "%s chain %u: overhead, slack in class pages", compressor, chain);
+	report(key, 100 * slack / payload, "%");
+	snprintf(key, sizeof(key), "%s chain %u: overhead, metadata", compressor, chain);
+	report(key, 100 * (double)st.metadata_bytes / payload, "%");
+}
+
 static void memory_figures(const char *compressor, unsigned int chain)
 {
 	struct zpool_config cfg = ZPOOL_CONFIG_INIT;
@@ -292,6 +338,7 @@ static void memory_figures(const char *compressor, unsigned int chain)
 	report(key, (double)st.mem_used_total, "bytes");
 	snprintf(key, sizeof(key), "%s chain %u: metadata", compressor, chain);
 	report(key, (double)st.metadata_bytes, "bytes");
+	overhead_figures(pool, h, compressor, chain);
 	/* Free every third page, then compact. */
 	for (i = 0; i < npages; i += 3) {
 		zpool_free(pool, h[i]);
@@ -452,6 +499,7 @@ int main(int argc, char **argv)
 	if (!csv)
 		printf("memory (everything the pool holds, over the compressed payload):\n");
 	memory_figures("lz4", 8);
+	memory_figures("lz4", 16);
 	memory_figures("lz4", 4);
 	malloc_baseline(&raw, &payload, &footprint, &payload_after, &footprint_after);
 	report("malloc per object: footprint/compr", (double)footprint / (double)payload, "x");
