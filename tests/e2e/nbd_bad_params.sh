@@ -4,7 +4,8 @@
 # line naming what is wrong and a non-zero exit before anything is served;
 # good edge cases serve a disk of the documented size.
 . "$(dirname "$0")/nbd_lib.sh"
-PAGE=$(LD_PRELOAD=$SAN_PRELOAD nbdkit "$PLUGIN" --dump-plugin | awk -F= '$1 == "zram_page_size" {print $2}')
+LD_PRELOAD=$SAN_PRELOAD nbdkit "$PLUGIN" --dump-plugin >"$WORK/dump"
+PAGE=$(awk -F= '$1 == "zram_page_size" {print $2}' "$WORK/dump")
 [ -n "$PAGE" ] || fail "--dump-plugin gives no zram_page_size"
 
 # refused MESSAGE PARAMS...: nbdkit exits non-zero, printing only MESSAGE.
@@ -28,8 +29,8 @@ refused "size= is required" algorithm=lz4
 refused "could not parse size string (abc)" size=abc
 refused "size must not be 0" size=0
 refused "size cannot be negative (-1)" size=-1
-refused "algorithm: 'lzo' is not built in (lz4, lz4hc$(nbdkit "$PLUGIN" --dump-plugin |
-	grep -q 'zram_algorithms=.*zstd' && echo ', zstd'))" size=64M algorithm=lzo
+refused "algorithm: 'lzo' is not built in (lz4, lz4hc$(grep -q 'zram_algorithms=.*zstd' \
+	"$WORK/dump" && echo ', zstd'))" size=64M algorithm=lzo
 refused "could not parse size string (lots)" size=64M mem_limit=lots
 refused "stripes must be 1 to 64, not 0" size=64M stripes=0
 refused "stripes must be 1 to 64, not 65" size=64M stripes=65

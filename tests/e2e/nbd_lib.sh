@@ -20,26 +20,32 @@ STATS=$WORK/stats
 NBDKIT_PID=
 
 # A plugin built with a sanitizer needs its runtime loaded first into
-# nbdkit, which is not built with it; reports go to files, and any report
-# fails the script.
+# nbdkit, which is not built with it; reports go to files.  Any report
+# fails the script, except a leak of nbdkit's own with none of our code
+# (libzpool, libbvec, the plugin) on its stack: nbdkit 1.32 leaks a little
+# when a client vanishes mid-request.  Leaks do not change nbdkit's exit
+# status, which is checked on its own.
 SAN_PRELOAD=$(ldd "$PLUGIN" | awk '/lib(asan|tsan|ubsan)\.so/ {print $3}' | paste -sd: -)
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$WORK/sanitizer"
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}exitcode=0"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$WORK/sanitizer"
 export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}log_path=$WORK/sanitizer"
 
-# nbd_stop: stop nbdkit and wait for it, so its final statistics are
-# written; fails if it needs more than SIGTERM and 10 s, or exits non-zero.
+# nbd_stop [SECONDS]: stop nbdkit and wait for it, so its final statistics
+# are written; fails if it needs more than SIGTERM and SECONDS (30: a
+# sanitized nbdkit checks its heap for leaks on the way out), or exits
+# non-zero.
 nbd_stop() {
 	local pid=$NBDKIT_PID i status=0
 	[ -n "$pid" ] || return 0
 	NBDKIT_PID=
 	kill "$pid" 2>/dev/null || true
-	for i in $(seq 100); do
+	for i in $(seq $((${1:-30} * 10))); do
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
 	if kill -9 "$pid" 2>/dev/null; then
-		echo "nbdkit did not stop on SIGTERM" >&2
+		echo "nbdkit did not stop within ${1:-30} s of SIGTERM" >&2
 		return 1
 	fi
 	wait "$pid" || status=$?
@@ -51,25 +57,32 @@ cleanup() {
 	local status=$?
 	set +e
 	nbd_stop
-	if compgen -G "$WORK/sanitizer.*" >/dev/null; then
-		cat "$WORK"/sanitizer.* >&2
-		echo "FAIL: sanitizer reports above" >&2
+	for f in "$WORK"/sanitizer.*; do
+		[ -f "$f" ] || continue
+		if grep -q "ERROR: LeakSanitizer" "$f" && ! grep -q "ERROR: AddressSanitizer\|runtime error\|ThreadSanitizer" "$f" &&
+			! grep -q "nbdkit-zram-plugin\|libzpool\|libbvec\|src/zpool\|src/bvec\|drivers/" "$f"; then
+			echo "(ignored: a leak in nbdkit itself: $(grep -m1 SUMMARY "$f"))"
+			continue
+		fi
+		cat "$f" >&2
+		echo "FAIL: sanitizer report above" >&2
 		status=1
-	fi
+	done
 	rm -rf "$WORK"
 	exit "$status"
 }
 trap cleanup EXIT
 
 # nbd_start PARAMS...: serve the plugin on $SOCK (stripes=$STRIPES added
-# unless PARAMS name stripes), in the background, with stats in $STATS.
+# unless PARAMS name stripes), in the background, with stats in $STATS;
+# with $NBDKIT_THREADS worker threads a connection if set.
 nbd_start() {
 	local params=("$@") i
 	[[ " $* " == *" stripes="* ]] || [ "$STRIPES" = 1 ] ||
 		params+=("stripes=$STRIPES" "chunk=64K")
 	rm -f "$SOCK" "$WORK/pid"
 	LD_PRELOAD=$SAN_PRELOAD nbdkit -U "$SOCK" -P "$WORK/pid" -f --exit-with-parent \
-		"$PLUGIN" stats="$STATS" "${params[@]}" &
+		${NBDKIT_THREADS:+--threads="$NBDKIT_THREADS"} "$PLUGIN" stats="$STATS" "${params[@]}" &
 	NBDKIT_PID=$!
 	for i in $(seq 100); do
 		[ -S "$SOCK" ] && [ -s "$WORK/pid" ] && break

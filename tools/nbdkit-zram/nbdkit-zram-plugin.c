@@ -189,30 +189,63 @@ static void on_dump_plugin(void)
 
 /* ---- devices ---- */
 
+static void device_config(struct zram_config *cfg)
+{
+	cfg->disksize = zp.disksize / zp.n;
+	cfg->pool.compressor = zp.algorithm;
+	cfg->pool.mem_limit = zp.mem_limit / zp.n;
+	cfg->pool.flags = zp.checksum ? ZPOOL_F_CHECKSUM : 0;
+	if (zp.mem_limit && !cfg->pool.mem_limit)
+		cfg->pool.mem_limit = 1; /* a limit below one byte a stripe is still a limit */
+}
+
+/* Reports why zram_create() refused @cfg. */
+static void create_error(const struct zram_config *cfg)
+{
+	/* The algorithm was checked already: EINVAL can only be the size. */
+	if (errno == EINVAL)
+		nbdkit_error("size too large: %" PRIu64 " bytes%s is more pages than one zram "
+			     "device holds; use more stripes", cfg->disksize,
+			     zp.n > 1 ? " a stripe" : "");
+	else
+		nbdkit_error("cannot create a zram device of %" PRIu64 " bytes: %m",
+			     cfg->disksize);
+}
+
+/*
+ * The devices are made after nbdkit forks (into the background, or to run
+ * --run's command), in the process that serves: made before, they would be
+ * copied into a process that exits without unloading the plugin.  Here, in
+ * the foreground, one device is made and dropped at once (it costs a page of
+ * slot table) so that a size zram refuses fails nbdkit where the user sees
+ * it, not in a daemon's log.
+ */
 static int on_get_ready(void)
+{
+	struct zram_config cfg = ZRAM_CONFIG_INIT;
+	struct zram *z;
+
+	device_config(&cfg);
+	z = zram_create(&cfg);
+	if (!z) {
+		create_error(&cfg);
+		return -1;
+	}
+	zram_destroy(z);
+	return 0;
+}
+
+static int make_devices(void)
 {
 	struct zram_config cfg = ZRAM_CONFIG_INIT;
 	struct gendisk *children[MAX_STRIPES];
 	unsigned int k;
 
-	cfg.disksize = zp.disksize / zp.n;
-	cfg.pool.compressor = zp.algorithm;
-	cfg.pool.mem_limit = zp.mem_limit / zp.n;
-	cfg.pool.flags = zp.checksum ? ZPOOL_F_CHECKSUM : 0;
-	if (zp.mem_limit && !cfg.pool.mem_limit)
-		cfg.pool.mem_limit = 1; /* a limit below one byte a stripe is still a limit */
+	device_config(&cfg);
 	for (k = 0; k < zp.n; k++) {
 		zp.zram[k] = zram_create(&cfg);
-		/* The algorithm was checked already: EINVAL can only be the size. */
-		if (!zp.zram[k] && errno == EINVAL) {
-			nbdkit_error("size too large: %" PRIu64 " bytes%s is more pages than "
-				     "one zram device holds; use more stripes", cfg.disksize,
-				     zp.n > 1 ? " a stripe" : "");
-			return -1;
-		}
 		if (!zp.zram[k]) {
-			nbdkit_error("cannot create a zram device of %" PRIu64 " bytes: %m",
-				     cfg.disksize);
+			create_error(&cfg);
 			return -1;
 		}
 		children[k] = zram_disk(zp.zram[k]);
@@ -302,6 +335,8 @@ static int on_after_fork(void)
 {
 	int err;
 
+	if (make_devices())
+		return -1;
 	if (!zp.stats_path)
 		return 0;
 	err = pthread_create(&zp.stats_thread, NULL, stats_main, NULL);
