@@ -685,4 +685,6 @@ static struct nbdkit_plugin plugin = {
 	.errno_is_preserved = 0,
 };
 
+/* nbdkit's macro defines plugin_init(), which no header declares. */
+NBDKIT_DLL_PUBLIC struct nbdkit_plugin *plugin_init(void);
 NBDKIT_REGISTER_PLUGIN(plugin)
