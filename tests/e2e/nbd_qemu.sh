@@ -58,7 +58,9 @@ want = b"\x5a" + data[:3] + b"\x5a" * 507 + data
 got = h.pread(len(want), base)
 assert got == want, "unaligned writes read back wrong"
 assert h.pread(5, base + 2) == want[2:7], "unaligned read wrong"
+h.pwrite(b"\x77" * 8192, 0)
 h.flush()
+assert h.pread(8192, 0) == b"\x77" * 8192, "flush changed data"
 h.zero(1000, base + 100, nbd.CMD_FLAG_FAST_ZERO)    # partial sectors, fast
 want = want[:100] + bytes(1000) + want[1100:]
 assert h.pread(len(want), base) == want, "unaligned zero wrong"
