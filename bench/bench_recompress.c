@@ -10,7 +10,8 @@
  * 2. For zstd and lz4: a dictionary trained on the first half of the corpus
  *    (zram_train_dict, 64 KiB), the first half discarded, the second half
  *    written with it; its compression ratio (orig_data_size /
- *    compr_data_size) against the second half written with no dictionary.
+ *    compr_data_size) against the second half written with no dictionary,
+ *    and the average object (compr_data_size per page not same-filled).
  *
  * Exit 77 when the corpus is missing or zstd was not built.
  */
@@ -111,6 +112,14 @@ static double ratio(const struct zpool_stats *s)
 	return (double)s->orig_data_size / (double)s->compr_data_size;
 }
 
+/* Bytes per stored object: what a frame header costs shows here. */
+static double per_object(const struct zpool_stats *s)
+{
+	uint64_t objs = s->orig_data_size / PG - s->same_pages;
+
+	return objs ? (double)s->compr_data_size / (double)objs : 0;
+}
+
 static void dict_gain(const char *comp, const unsigned char *data, size_t pages)
 {
 	size_t half = pages / 2;
@@ -139,6 +148,7 @@ static void dict_gain(const char *comp, const unsigned char *data, size_t pages)
 	       100.0 * (ratio(&b) / ratio(&a) - 1),
 	       (unsigned long long)a.compr_data_size, (unsigned long long)b.compr_data_size,
 	       (unsigned long long)a.mem_used_total, (unsigned long long)b.mem_used_total);
+	printf("  bytes per object %.1f -> %.1f\n", per_object(&a), per_object(&b));
 	printf("csv,dict,%s,%d,%.4f,%.4f,%llu,%llu\n", comp, len, ratio(&a), ratio(&b),
 	       (unsigned long long)a.mem_used_total, (unsigned long long)b.mem_used_total);
 	zram_destroy(plain);
