@@ -95,4 +95,16 @@ if [ -s kernel.csv ]; then
 	} >zblk.dat
 	bars zblk.dat 'Sequential 1 MiB direct I/O: zblk vs the kernel zram (null = FUSE alone)' 'GB/s' zblk.png
 fi
+if [ -s uring.csv ]; then
+	# The io_uring disk against fio, the same workloads side by side.
+	grep -E '^(rand|read |write )' uring.csv | awk -F, '{print $1 " qd" $2 "," $3 "," $4}' >uring.dat
+	gp <<'GP'
+set output 'uring.png'
+set termoption noenhanced
+set title 'Bios on the io_uring disk vs fio io_uring, 1 GiB O_DIRECT file'
+set style data histograms; set style histogram clustered gap 1
+set style fill solid 0.7; set ylabel 'IOPS'; set yrange [0:*]; set xtics rotate by -25
+plot 'uring.dat' using 2:xtic(1) title 'bios (bvec_uring_disk)', '' using 3 title 'fio --ioengine=io_uring'
+GP
+fi
 ls ./*.png
