@@ -641,7 +641,7 @@ static int recomp_file(enum file f, char *buf, size_t size, off_t off, bool writ
 		}
 		rp.threshold = a.threshold;
 		/* Stripes share max_pages, rounded up so each device gets one at least. */
-		rp.max_pages = (a.max_pages + zb.n - 1) / zb.n;
+		rp.max_pages = a.max_pages / zb.n + (a.max_pages % zb.n != 0);
 		rp.algo = a.algo;
 		rp.priority = (unsigned int)a.priority;
 		for (k = 0; k < zb.n && !ret; k++) {
