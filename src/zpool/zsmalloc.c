@@ -688,14 +688,17 @@ size_t zpool__compact(struct zpool *pool)
 			zpool__rw_unlock(c->lock);
 			continue;
 		}
+		bit_set(held, i);
 		p.pending += c->compact_pending;
 		bit_set(p.active, i);
 	}
 	pass_run(&p);
+	/* Only our bitmap says which classes we hold: another compaction may be
+	 * planning the others. */
 	for (i = 0; i < pool->nr_distinct; i++) {
 		struct size_class *c = &pool->class_storage[i];
 
-		if (!c->compact_sources)
+		if (!bit_test(held, i))
 			continue;
 		freed += evacuate_finish(pool, c, c->compact_sources);
 		c->compact_sources = NULL;
@@ -703,6 +706,7 @@ size_t zpool__compact(struct zpool *pool)
 		zpool__rw_unlock(c->lock);
 	}
 
+	memset(held, 0, sizeof(held));
 	memset(p.active, 0, sizeof(p.active));
 	p.pending = 0;
 	p.step = trim_one;
