@@ -10,7 +10,8 @@
  * BVEC_ATOMIC(T) declares a struct member of C11's type _Atomic(T) in C.
  * C++ before C++23 has no compatible spelling, so C++ sees the plain type,
  * aligned to its size as _Atomic(T) is: a plain 64-bit member is only
- * 4-aligned on i386, which put C++'s struct gendisk 8 bytes short of C's.
+ * 4-aligned on i386, which put C++'s struct gendisk 8 bytes short of C's
+ * (and GCC before 11 aligned the _Atomic one so in C too).
  * C++ code must only touch such fields through the library's functions.
  * It is for member declarations only (it may carry an alignment
  * specifier).
@@ -56,7 +57,8 @@
 #elif defined(__STDC_NO_ATOMICS__)
 #define BVEC_ATOMIC(T) _Alignas(sizeof(T)) T
 #else
-#define BVEC_ATOMIC(T) _Atomic(T)
+/* GCC before 11 4-aligned _Atomic 64-bit members on i386: pinned here. */
+#define BVEC_ATOMIC(T) _Alignas(sizeof(T)) _Atomic(T)
 #endif
 
 #endif /* LIBBVEC_COMPILER_H */
