@@ -1,21 +1,29 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# nbdkit's memory plugin with allocator=zstd (it compresses 32 KiB at a
-# time) holding the corpus: resident memory before and after nbdcopy writes
-# it, and a read back checked against the corpus (--no-extents: Debian's
-# nbdkit 1.32 crashed when asked for extents with allocator=zstd).
-# Prints CSV: key,value.
+# An nbdkit server holding the corpus: resident memory before and after
+# nbdcopy writes it, and a read back checked against the corpus
+# (--no-extents: Debian's nbdkit 1.32 crashed when asked for extents with
+# allocator=zstd).  By default nbdkit's memory plugin with allocator=zstd
+# (it compresses 32 KiB at a time); bench/nbd.sh passes the others.
+# Prints CSV: key,value, each key starting with NAME.
 #
-#   bench/nbdkit_memory.sh CORPUS
+#   bench/nbdkit_memory.sh CORPUS [NAME PLUGIN [PARAMS...]]
+#   (default: nbdkit_zstd memory allocator=zstd; size= is always the corpus's)
 set -euo pipefail
-CORPUS=${1:?usage: nbdkit_memory.sh CORPUS}
+CORPUS=${1:?usage: nbdkit_memory.sh CORPUS [NAME PLUGIN [PARAMS...]]}
+NAME=${2:-nbdkit_zstd}
+if (($# > 2)); then
+	server=("${@:3}")
+else
+	server=(memory allocator=zstd)
+fi
 command -v nbdkit >/dev/null && command -v nbdcopy >/dev/null ||
 	{ echo "skip: needs nbdkit and nbdcopy (Debian: nbdkit libnbd-bin)" >&2; exit 77; }
 [ -f "$CORPUS" ] || { echo "skip: no corpus" >&2; exit 77; }
 SIZE=$(stat -c %s "$CORPUS")
 dir=$(mktemp -d /tmp/nbdkit-bench.XXXXXX)
 trap '[ -f "$dir/pid" ] && kill "$(cat "$dir/pid")" 2>/dev/null; rm -rf "$dir"' EXIT
-nbdkit -U "$dir/sock" -P "$dir/pid" memory size="$SIZE" allocator=zstd
+nbdkit -U "$dir/sock" -P "$dir/pid" "${server[@]}" size="$SIZE"
 for _ in $(seq 50); do [ -S "$dir/sock" ] && [ -f "$dir/pid" ] && break; sleep 0.1; done
 rss() { awk '/VmRSS/ {print $2 * 1024}' "/proc/$(cat "$dir/pid")/status"; }
 before=$(rss)
@@ -25,6 +33,6 @@ end=$(date +%s.%N)
 after=$(rss)
 nbdcopy --no-extents "nbd+unix:///?socket=$dir/sock" "$dir/back"
 cmp -s "$CORPUS" "$dir/back" || { echo "nbdkit returned different data" >&2; exit 1; }
-echo "nbdkit_zstd_rss_delta,$((after - before))"
-echo "nbdkit_zstd_bytes_per_page,$(( (after - before) / (SIZE / 4096) ))"
-echo "nbdkit_zstd_write_gbs,$(awk -v s="$SIZE" -v a="$start" -v b="$end" 'BEGIN {printf "%.3f", s / (b - a) / 1e9}')"
+echo "${NAME}_rss_delta,$((after - before))"
+echo "${NAME}_bytes_per_page,$(( (after - before) / (SIZE / 4096) ))"
+echo "${NAME}_write_gbs,$(awk -v s="$SIZE" -v a="$start" -v b="$end" 'BEGIN {printf "%.3f", s / (b - a) / 1e9}')"
