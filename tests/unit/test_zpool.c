@@ -594,16 +594,18 @@ END_TEST
 #define COST_FIRST 1000u
 #define COST_STEP 20u
 #define COST_SIZES 100u
-#define COST_EACH 6u
+/* Enough of each size to fill a few pages, whatever the page size. */
+#define COST_EACH ((unsigned int)(2 + 2 * PG / COST_FIRST))
 
 static double timed_compact(struct zpool *pool, bool many, unsigned int *classes)
 {
 	unsigned int sizes = many ? COST_SIZES : 1, i, k, n;
-	zpool_handle_t h[COST_SIZES * COST_EACH];
+	zpool_handle_t *h = calloc(COST_SIZES * COST_EACH, sizeof(*h));
 	struct zpool_class_stats cs[ZP_NR_CLASSES];
 	unsigned char page[PG], out[PG];
 	struct timespec t0, t1;
 
+	ck_assert_ptr_nonnull(h);
 	for (k = 0; k < sizes; k++)
 		for (i = 0; i < COST_EACH; i++) {
 			make_page(page, PAGE_SIZED, k, COST_FIRST + k * COST_STEP);
@@ -624,6 +626,7 @@ static double timed_compact(struct zpool *pool, bool many, unsigned int *classes
 		ck_assert_mem_eq(out, page, PG);
 		zpool_free(pool, h[k * COST_EACH + COST_EACH - 1]);
 	}
+	free(h);
 	return (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
 }
 
