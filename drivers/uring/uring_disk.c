@@ -141,6 +141,7 @@ static bool issue(struct uring_disk *ud, struct uring_slot *slot)
 {
 	struct bio *bio = slot->bio;
 	struct io_uring_sqe *sqe;
+	unsigned int nr;
 	off_t off;
 	int mode;
 
@@ -171,11 +172,14 @@ static bool issue(struct uring_disk *ud, struct uring_slot *slot)
 	off = (off_t)slot->pos;
 	switch (bio_op(bio)) {
 	case REQ_OP_READ:
-		io_uring_prep_readv(sqe, ud->fd, slot->iov, (unsigned int)fill_iov(ud, slot), (__u64)off);
+		/* fill_iov() first: it may move slot->iov to a larger array. */
+		nr = (unsigned int)fill_iov(ud, slot);
+		io_uring_prep_readv(sqe, ud->fd, slot->iov, nr, (__u64)off);
 		break;
 	case REQ_OP_WRITE:
-		io_uring_prep_writev2(sqe, ud->fd, slot->iov, (unsigned int)fill_iov(ud, slot),
-				      (__u64)off, (bio->bi_opf & REQ_FUA) ? RWF_DSYNC : 0);
+		nr = (unsigned int)fill_iov(ud, slot);
+		io_uring_prep_writev2(sqe, ud->fd, slot->iov, nr, (__u64)off,
+				      (bio->bi_opf & REQ_FUA) ? RWF_DSYNC : 0);
 		break;
 	case REQ_OP_WRITE_ZEROES:
 		mode = slot->punch ? FALLOC_FL_PUNCH_HOLE : FALLOC_FL_ZERO_RANGE;

@@ -393,24 +393,73 @@ START_TEST(test_bio_larger_than_one_sqe)
 }
 END_TEST
 
-/* put_disk() while bios are in flight waits for them: each ends once. */
+/*
+ * put_disk() while bios are in flight waits for them: each ends once.  The
+ * first bio's bi_end_io holds the completion thread until put_disk() has
+ * been called, so the 15 bios submitted after it are surely in flight (their
+ * CQEs not even reaped) when put_disk() starts.
+ */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool entered, open, put_returned;
+} gate = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false, false };
+
+static void gated_end(struct bio *bio)
+{
+	pthread_mutex_lock(&gate.lock);
+	gate.entered = true;
+	pthread_cond_broadcast(&gate.cond);
+	while (!gate.open)
+		pthread_cond_wait(&gate.cond, &gate.lock);
+	pthread_mutex_unlock(&gate.lock);
+	tio_end(bio);
+}
+
+static void *put_thread(void *disk)
+{
+	put_disk(disk);
+	pthread_mutex_lock(&gate.lock);
+	gate.put_returned = true;
+	pthread_mutex_unlock(&gate.lock);
+	return NULL;
+}
+
 START_TEST(test_put_disk_in_flight)
 {
-	unsigned int n = test_scale(200), i;
+	const unsigned int n = 16;
 	int fd = temp_file(MANY_FILE, -1);
-	struct tio *t = calloc(n, sizeof(*t));
+	struct tio t[16];
 	struct rng r = { 777 };
-	struct gendisk *disk = bvec_uring_disk_create(fd, NULL, 16);
+	struct gendisk *disk = bvec_uring_disk_create(fd, NULL, n);
+	struct bio *bio;
 	struct waiter w;
+	pthread_t th;
+	unsigned int i;
 
 	ck_assert_ptr_nonnull(disk);
+	memset(t, 0, sizeof(t));
 	waiter_init(&w);
 	for (i = 0; i < n; i++) {
 		t[i].w = &w;
-		submit_bio(tio_bio(disk, &t[i], &r, REQ_OP_READ,
-				   (uint64_t)rng_range(&r, 0, 255) * 65536, 65536));
+		bio = tio_bio(disk, &t[i], &r, REQ_OP_READ,
+			      (uint64_t)rng_range(&r, 0, 255) * 65536, 65536);
+		if (!i)
+			bio->bi_end_io = gated_end;
+		submit_bio(bio);
+		pthread_mutex_lock(&gate.lock);
+		while (!gate.entered)
+			pthread_cond_wait(&gate.cond, &gate.lock);
+		pthread_mutex_unlock(&gate.lock);
 	}
-	put_disk(disk);
+	ck_assert_int_eq(pthread_create(&th, NULL, put_thread, disk), 0);
+	usleep(100000);
+	pthread_mutex_lock(&gate.lock);
+	ck_assert(!gate.put_returned);
+	gate.open = true;
+	pthread_cond_broadcast(&gate.cond);
+	pthread_mutex_unlock(&gate.lock);
+	pthread_join(th, NULL);
 	pthread_mutex_lock(&w.lock);
 	ck_assert_uint_eq(w.done, n);
 	pthread_mutex_unlock(&w.lock);
@@ -419,7 +468,6 @@ START_TEST(test_put_disk_in_flight)
 	for (i = 0; i < n; i++)
 		ck_assert_int_eq(t[i].ended, 1);
 	close(fd);
-	free(t);
 }
 END_TEST
 
