@@ -17,6 +17,7 @@
 #include <lz4.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -369,7 +370,7 @@ static void memory_figures(const char *compressor, unsigned int chain)
  */
 static void compact_figure(size_t mib)
 {
-	size_t n = (mib << 20) / PS, i;
+	size_t n = (size_t)(((uint64_t)mib << 20) / PS), i;
 	zpool_handle_t *h = malloc(n * sizeof(*h));
 	unsigned char *page = aligned_alloc(PS, PS);
 	struct zpool_stats st;
@@ -519,7 +520,8 @@ int main(int argc, char **argv)
 compaction:
 	if (!csv && compact_max >= 64)
 		printf("compaction after freeing every third page, by pool size:\n");
-	for (mib = 64; mib <= compact_max; mib *= 2)
+	/* A 32-bit process cannot hold the larger pools: it stops before them. */
+	for (mib = 64; mib <= compact_max && ((uint64_t)mib << 20) / 2 < SIZE_MAX / 4; mib *= 2)
 		compact_figure(mib);
 	free(arena_mem);
 	free(corpus);
