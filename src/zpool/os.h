@@ -14,6 +14,7 @@
 
 struct zpool_page_source;
 struct zpool__mutex;
+struct zpool__cond;
 struct zpool__rwlock;
 
 /* A mutex; NULL on failure.  Freeing NULL does nothing. */
@@ -21,6 +22,16 @@ struct zpool__mutex *zpool__mutex_new(void);
 void zpool__mutex_free(struct zpool__mutex *m);
 void zpool__mutex_lock(struct zpool__mutex *m);
 void zpool__mutex_unlock(struct zpool__mutex *m);
+
+/*
+ * A condition variable, used with a zpool__mutex; NULL on failure.  Freeing
+ * NULL does nothing.  zpool__cond_wait() may return spuriously: callers loop
+ * on their condition.
+ */
+struct zpool__cond *zpool__cond_new(void);
+void zpool__cond_free(struct zpool__cond *c);
+void zpool__cond_wait(struct zpool__cond *c, struct zpool__mutex *m);
+void zpool__cond_broadcast(struct zpool__cond *c);
 
 /* A reader-writer lock; NULL on failure.  Freeing NULL does nothing. */
 struct zpool__rwlock *zpool__rwlock_new(void);

@@ -13,6 +13,10 @@ struct zpool__mutex {
 	pthread_mutex_t m;
 };
 
+struct zpool__cond {
+	pthread_cond_t c;
+};
+
 struct zpool__rwlock {
 	pthread_rwlock_t l;
 };
@@ -44,6 +48,35 @@ void zpool__mutex_lock(struct zpool__mutex *m)
 void zpool__mutex_unlock(struct zpool__mutex *m)
 {
 	pthread_mutex_unlock(&m->m);
+}
+
+struct zpool__cond *zpool__cond_new(void)
+{
+	struct zpool__cond *c = malloc(sizeof(*c));
+
+	if (c && pthread_cond_init(&c->c, NULL)) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void zpool__cond_free(struct zpool__cond *c)
+{
+	if (!c)
+		return;
+	pthread_cond_destroy(&c->c);
+	free(c);
+}
+
+void zpool__cond_wait(struct zpool__cond *c, struct zpool__mutex *m)
+{
+	pthread_cond_wait(&c->c, &m->m);
+}
+
+void zpool__cond_broadcast(struct zpool__cond *c)
+{
+	pthread_cond_broadcast(&c->c);
 }
 
 struct zpool__rwlock *zpool__rwlock_new(void)

@@ -48,6 +48,14 @@ struct zram__wb {
 	atomic_uint batch;
 	atomic_uint_fast64_t bd_reads;	/* pages */
 	atomic_uint_fast64_t bd_writes;	/* pages */
+	/*
+	 * A writeback run sleeps here until a completion arrives: the backing
+	 * disk may complete on its own thread much later, and spinning on
+	 * yield for a slow disk burns a CPU.  Per device, not per run, so a
+	 * completion never touches a run's stack after the run has returned.
+	 */
+	struct zpool__mutex *done_lock;
+	struct zpool__cond *done_cond;
 };
 
 /* Page-aligned heap memory: a backing disk may do direct I/O. */
@@ -188,7 +196,12 @@ int zram__wb_init(struct zram *z)
 	if (!wb)
 		return -ENOMEM;
 	wb->lock = zpool__mutex_new();
-	if (!wb->lock) {
+	wb->done_lock = zpool__mutex_new();
+	wb->done_cond = zpool__cond_new();
+	if (!wb->lock || !wb->done_lock || !wb->done_cond) {
+		zpool__cond_free(wb->done_cond);
+		zpool__mutex_free(wb->done_lock);
+		zpool__mutex_free(wb->lock);
 		zpool__os_free(wb);
 		return -ENOMEM;
 	}
@@ -203,6 +216,8 @@ void zram__wb_destroy(struct zram *z)
 
 	if (!wb)
 		return;
+	zpool__cond_free(wb->done_cond);
+	zpool__mutex_free(wb->done_lock);
 	zpool__mutex_free(wb->lock);
 	zpool__os_free(wb->used);
 	zpool__os_free(wb->pins);
@@ -508,10 +523,19 @@ static void write_end_io(struct bio *bio)
 	q->status = atomic_load(&bio->bi_status);
 	bio_put(bio);
 	q->next = atomic_load_explicit(&run->done, memory_order_relaxed);
+	struct zram__wb *wb = run->z->wb;
+
 	while (!atomic_compare_exchange_weak_explicit(&run->done, &q->next, q,
 						      memory_order_release,
 						      memory_order_relaxed))
 		;
+	/*
+	 * The run may see @q, finish and return as soon as it is pushed: from
+	 * here on only the device's members are touched, never @run.
+	 */
+	zpool__mutex_lock(wb->done_lock);
+	zpool__cond_broadcast(wb->done_cond);
+	zpool__mutex_unlock(wb->done_lock);
 }
 
 static void refund(struct zram__wb *wb, struct wb_req *q)
@@ -568,9 +592,15 @@ static void reap(struct wb_run *run, bool wait)
 	struct wb_req *q;
 
 	while (!(q = atomic_exchange_explicit(&run->done, NULL, memory_order_acquire))) {
+		struct zram__wb *wb = run->z->wb;
+
 		if (!wait)
 			return;
-		zpool__os_yield();
+		/* Checked under the lock the completion broadcasts under. */
+		zpool__mutex_lock(wb->done_lock);
+		while (!atomic_load_explicit(&run->done, memory_order_acquire))
+			zpool__cond_wait(wb->done_cond, wb->done_lock);
+		zpool__mutex_unlock(wb->done_lock);
 	}
 	while (q) {
 		struct wb_req *next = q->next;

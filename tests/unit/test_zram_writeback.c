@@ -6,6 +6,7 @@
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <libbvec/zram.h>
@@ -576,6 +577,43 @@ static void *writeback_page0(void *arg)
 }
 
 /*
+ * A writeback waiting for a slow disk sleeps: it used to spin on yield,
+ * taking a CPU for as long as the disk took.  The disk holds the write for
+ * 300 ms; the waiting thread may use a few milliseconds of CPU in that time.
+ */
+START_TEST(test_wait_sleeps)
+{
+	static unsigned char model[NP][PG];
+	struct tdisk *t = tdisk_new(64, true);
+	struct zram *z = new_zram(NP, t->disk);
+	struct timespec a, b;
+	clockid_t clk;
+	pthread_t th;
+	void *ret;
+	long used_us;
+
+	fill(z, model, 13);
+	atomic_store(&t->hold, true);
+	ck_assert_int_eq(pthread_create(&th, NULL, writeback_page0, z), 0);
+	ck_assert_int_eq(pthread_getcpuclockid(th, &clk), 0);
+	while (!atomic_load(&t->inflight))
+		usleep(100);
+	ck_assert_int_eq(clock_gettime(clk, &a), 0);
+	usleep(300 * 1000);
+	ck_assert_int_eq(clock_gettime(clk, &b), 0);
+	atomic_store(&t->hold, false);
+	pthread_join(th, &ret);
+	ck_assert_int_eq((intptr_t)ret, 1);
+	used_us = (long)(b.tv_sec - a.tv_sec) * 1000000 + (b.tv_nsec - a.tv_nsec) / 1000;
+	ck_assert_msg(used_us < 5000, "the waiting writeback used %ld us of CPU in 300 ms",
+		      used_us);
+	check_all(z, model, NP);
+	zram_destroy(z);
+	tdisk_free(t);
+}
+END_TEST
+
+/*
  * A page overwritten while its write to the backing disk is in flight keeps
  * the new contents in memory, and the block goes back.
  */
@@ -814,7 +852,7 @@ END_TEST
 int main(void)
 {
 	const TTest *const device[] = { test_modes, test_enospc, test_limit, test_backing_rules,
-					test_file_disk, test_batch, test_overwrite_in_flight,
+					test_file_disk, test_batch, test_wait_sleeps, test_overwrite_in_flight,
 					test_block_pinned_while_read, NULL };
 	/* _i = 0: a disk that completes inside submit_bio; 1: on its own thread. */
 	const TTest *const both[] = { test_partial_io, test_backing_fails, test_reset, test_race,
