@@ -41,6 +41,19 @@ refused "could not decipher boolean (maybe)" size=64M checksum=maybe
 refused "unknown parameter 'disksize'" disksize=64M
 MAX=$((((1 << 32) - 1) * PAGE))
 refused "size too large: zram takes at most $MAX bytes" size=$((MAX + PAGE))
+refused "backing_dev needs stripes=1" size=64M stripes=2 backing_dev="$WORK/backing"
+refused "writeback= and idle_secs= need backing_dev=" size=64M writeback=idle
+refused "writeback= and idle_secs= need backing_dev=" size=64M idle_secs=5
+refused "writeback must be idle, huge, huge_idle, incompressible, all or none, not 'old'" \
+	size=64M backing_dev="$WORK/backing" writeback=old
+refused "idle_secs must be 1 to 86400, not 0" size=64M backing_dev="$WORK/backing" idle_secs=0
+refused "backing_dev: cannot open $WORK: Is a directory" size=64M backing_dev="$WORK"
+refused "backing_dev: /dev/null is neither a file nor a block device" size=64M backing_dev=/dev/null
+refused "backing_dev: cannot open $WORK/none/backing: No such file or directory" \
+	size=64M backing_dev="$WORK/none/backing"
+head -c 100 /dev/zero >"$WORK/small"
+refused "backing_dev: cannot use $WORK/small: smaller than a page" \
+	size=64M backing_dev="$WORK/small"
 
 # size_is BYTES PARAMS...: served, with an export of BYTES.
 size_is() {

@@ -4,6 +4,7 @@
  *
  *   nbdkit zram size=SIZE [algorithm=NAME] [mem_limit=SIZE] [stripes=N]
  *               [chunk=SIZE] [checksum=BOOL] [stats=FILE]
+ *               [backing_dev=PATH [writeback=MODE] [idle_secs=N]]
  *
  * Every NBD request becomes one bio over nbdkit's own buffer, submitted to
  * the zram device (or the stripe over several) and waited for: no copy and
@@ -15,6 +16,7 @@
 #include <nbdkit-plugin.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
@@ -22,7 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <libbvec/stripe.h>
 #include <libbvec/version.h>
@@ -51,11 +55,19 @@ static struct {
 	unsigned int n;
 	bool checksum;
 	char *stats_path;
+	char *backing_path;
+	int wb_mode;		/* enum zram_wb_mode, or WB_NONE */
+	unsigned int idle_secs;
+	bool wb_given;		/* writeback= or idle_secs= was given */
 	/* devices */
 	uint64_t disksize;
 	struct zram *zram[MAX_STRIPES];
 	struct gendisk *stripe; /* over the zram devices when n > 1 */
 	struct gendisk *top;
+	/* backing_dev=: its file (open from get_ready on) and the disk over it */
+	int backing_fd;
+	struct gendisk *backing;
+	int wb_last_err;	/* reported once until it changes */
 	/* serialises read-modify-writes of partial sectors */
 	pthread_mutex_t rmw;
 	/* the statistics file's writer */
@@ -67,12 +79,25 @@ static struct {
 } zp = {
 	.chunk = 64 * 1024,
 	.n = 1,
+	.wb_mode = ZRAM_WB_IDLE,
+	.idle_secs = 60,
+	.backing_fd = -1,
 	.rmw = PTHREAD_MUTEX_INITIALIZER,
 	.stats_lock = PTHREAD_MUTEX_INITIALIZER,
 	.stats_wake = PTHREAD_COND_INITIALIZER,
 };
 
 /* ---- configuration ---- */
+
+/* writeback=: zram's own names for what to write back, and "none". */
+#define WB_NONE (-1)
+static const char *const wb_modes[] = {
+	[ZRAM_WB_ALL] = "all", [ZRAM_WB_IDLE] = "idle", [ZRAM_WB_HUGE] = "huge",
+	[ZRAM_WB_HUGE_IDLE] = "huge_idle", [ZRAM_WB_INCOMPRESSIBLE] = "incompressible",
+};
+
+/* The longest pause between writeback passes: a day. */
+#define MAX_IDLE_SECS 86400u
 
 /* nbdkit's own size syntax (1G, 512M, 4096 ...), which nbdkit users know. */
 static int parse_size(const char *value, uint64_t *out)
@@ -130,6 +155,33 @@ static int on_config(const char *key, const char *value)
 		zp.stats_path = nbdkit_absolute_path(value);
 		if (!zp.stats_path)
 			return -1;
+	} else if (!strcmp(key, "backing_dev")) {
+		free(zp.backing_path);
+		zp.backing_path = nbdkit_absolute_path(value);
+		if (!zp.backing_path)
+			return -1;
+	} else if (!strcmp(key, "writeback")) {
+		zp.wb_given = true;
+		for (b = 0; b < (int)(sizeof(wb_modes) / sizeof(wb_modes[0])); b++)
+			if (!strcmp(value, wb_modes[b]))
+				break;
+		if (b < (int)(sizeof(wb_modes) / sizeof(wb_modes[0]))) {
+			zp.wb_mode = b;
+		} else if (!strcmp(value, "none")) {
+			zp.wb_mode = WB_NONE;
+		} else {
+			nbdkit_error("writeback must be idle, huge, huge_idle, incompressible, all "
+				     "or none, not '%s'", value);
+			return -1;
+		}
+	} else if (!strcmp(key, "idle_secs")) {
+		zp.wb_given = true;
+		if (nbdkit_parse_unsigned(key, value, &zp.idle_secs))
+			return -1;
+		if (zp.idle_secs < 1 || zp.idle_secs > MAX_IDLE_SECS) {
+			nbdkit_error("idle_secs must be 1 to %u, not %s", MAX_IDLE_SECS, value);
+			return -1;
+		}
 	} else {
 		nbdkit_error("unknown parameter '%s'", key);
 		return -1;
@@ -143,6 +195,14 @@ static int on_config_complete(void)
 
 	if (!zp.size) {
 		nbdkit_error("size= is required");
+		return -1;
+	}
+	if (zp.wb_given && !zp.backing_path) {
+		nbdkit_error("writeback= and idle_secs= need backing_dev=");
+		return -1;
+	}
+	if (zp.backing_path && zp.n > 1) {
+		nbdkit_error("backing_dev needs stripes=1");
 		return -1;
 	}
 	/*
@@ -178,7 +238,10 @@ static int on_config_complete(void)
 	"stripes=<N>         spread the disk over N zram devices (1 to 64)\n" \
 	"chunk=<SIZE>        stripe chunk, a power of two of at least a page (64K)\n" \
 	"checksum=<BOOL>     XXH3 checksum every stored page, checked on read\n" \
-	"stats=<FILE>        keep zram's mm_stat and io_stat in FILE"
+	"stats=<FILE>        keep zram's mm_stat and io_stat in FILE\n" \
+	"backing_dev=<PATH>  file or block device that zram writes pages back to\n" \
+	"writeback=<MODE>    idle (default), huge, huge_idle, incompressible, all, none\n" \
+	"idle_secs=<N>       write back every N seconds pages idle that long (60)"
 
 static void on_dump_plugin(void)
 {
@@ -213,6 +276,73 @@ static void create_error(const struct zram_config *cfg)
 }
 
 /*
+ * backing_dev=PATH, as zblk's: a block device is opened exclusively
+ * (O_EXCL) and used whole; a file is used at its size, and one that does
+ * not exist yet or is empty is created at the disk's size (sparse: it costs
+ * nothing until written).  Opened in the foreground, so that a bad path
+ * fails where the user sees it; the descriptor is kept across nbdkit's fork.
+ */
+static int open_backing(void)
+{
+	struct stat st;
+
+	if (!stat(zp.backing_path, &st) && S_ISBLK(st.st_mode))
+		zp.backing_fd = open(zp.backing_path, O_RDWR | O_EXCL | O_CLOEXEC);
+	else
+		zp.backing_fd = open(zp.backing_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (zp.backing_fd < 0 || fstat(zp.backing_fd, &st)) {
+		nbdkit_error("backing_dev: cannot open %s: %m", zp.backing_path);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+		nbdkit_error("backing_dev: %s is neither a file nor a block device",
+			     zp.backing_path);
+		return -1;
+	}
+	if (S_ISREG(st.st_mode) && !st.st_size && ftruncate(zp.backing_fd, (off_t)zp.disksize)) {
+		nbdkit_error("backing_dev: cannot size %s: %m", zp.backing_path);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The file disk over the backing descriptor, given to @z.  A block
+ * device's size is not its inode's: the end of the device says it.
+ */
+static int attach_backing(struct zram *z)
+{
+	off_t end = lseek(zp.backing_fd, 0, SEEK_END);
+	struct stat st;
+	int ret;
+
+	zp.backing = bvec_file_disk_create(zp.backing_fd, NULL);
+	if (!zp.backing) {
+		nbdkit_error("backing_dev: cannot make a disk over %s: %m", zp.backing_path);
+		return -1;
+	}
+	if (!fstat(zp.backing_fd, &st) && S_ISBLK(st.st_mode))
+		set_capacity(zp.backing, end > 0 ? (sector_t)end / SECTOR : 0);
+	ret = zram_set_backing(z, zp.backing);
+	if (ret) {
+		nbdkit_error("backing_dev: cannot use %s: %s", zp.backing_path,
+			     ret == -EINVAL ? "smaller than a page" : strerror(-ret));
+		return -1;
+	}
+	return 0;
+}
+
+static void detach_backing(struct zram *z)
+{
+	if (!zp.backing)
+		return;
+	if (z)
+		zram_set_backing(z, NULL);
+	put_disk(zp.backing);
+	zp.backing = NULL;
+}
+
+/*
  * The devices are made after nbdkit forks (into the background, or to run
  * --run's command), in the process that serves: made before, they would be
  * copied into a process that exits without unloading the plugin.  Here, in
@@ -231,7 +361,14 @@ static int on_get_ready(void)
 		create_error(&cfg);
 		return -1;
 	}
+	/* The backing disk is tried on this device too, and dropped with it. */
+	if (zp.backing_path && (open_backing() || attach_backing(z))) {
+		detach_backing(z);
+		zram_destroy(z);
+		return -1;
+	}
 	zram_destroy(z);
+	detach_backing(NULL);
 	return 0;
 }
 
@@ -252,7 +389,7 @@ static int make_devices(void)
 	}
 	if (zp.n == 1) {
 		zp.top = children[0];
-		return 0;
+		return zp.backing_path ? attach_backing(zp.zram[0]) : 0;
 	}
 	zp.stripe = bvec_stripe_create(children, zp.n, (unsigned int)(zp.chunk / SECTOR));
 	if (!zp.stripe) {
@@ -270,7 +407,8 @@ static void stats_text(char *buf, size_t len)
 {
 	struct zpool_stats sum = { 0 }, m;
 	struct zram_io_stat io = { 0 }, i;
-	char mm[256], ios[128];
+	char mm[256], ios[128], bd[96] = "";
+	struct zram_bd_stat b;
 	unsigned int k;
 
 	for (k = 0; k < zp.n && zp.zram[k]; k++) {
@@ -281,7 +419,12 @@ static void stats_text(char *buf, size_t len)
 	}
 	zram_format_mm_stat(&sum, mm, sizeof(mm));
 	zram_format_io_stat(&io, ios, sizeof(ios));
-	snprintf(buf, len, "mm_stat %sio_stat %s", mm, ios);
+	if (zp.backing_path && zp.zram[0]) {
+		zram_bd_stat(zp.zram[0], &b);
+		strcpy(bd, "bd_stat ");
+		zram_format_bd_stat(&b, bd + 8, sizeof(bd) - 8);
+	}
+	snprintf(buf, len, "mm_stat %sio_stat %s%s", mm, ios, bd);
 }
 
 /*
@@ -314,14 +457,55 @@ static void stats_write(void)
 	free(tmp);
 }
 
+/*
+ * One writeback pass: with an idle mode, pages not read or written for
+ * idle_secs are marked idle first (zram_idle_mark() keeps older marks), then
+ * the mode's pages go to the backing disk.  A full backing disk or a failed
+ * write is logged once, not at every pass, until the outcome changes.
+ */
+static void writeback_pass(void)
+{
+	struct zram *z = zp.zram[0];
+	int64_t r;
+	int err;
+
+	if (zp.wb_mode == ZRAM_WB_IDLE || zp.wb_mode == ZRAM_WB_HUGE_IDLE)
+		zram_idle_mark(z, zp.idle_secs);
+	r = zram_writeback(z, (enum zram_wb_mode)zp.wb_mode, 0, UINT64_MAX);
+	err = r < 0 ? (int)-r : 0;
+	if (err && err != zp.wb_last_err)
+		nbdkit_error("writeback to %s: %s%s", zp.backing_path, strerror(err),
+			     err == ENOSPC ? " (backing_dev is full)" : "");
+	else if (r > 0)
+		nbdkit_debug("writeback: %" PRId64 " pages to %s", r, zp.backing_path);
+	zp.wb_last_err = err;
+}
+
+/*
+ * The housekeeping thread: the statistics file each second, and a
+ * writeback pass each idle_secs.  A pass runs without stats_lock, so that
+ * stopping never waits for more than the pass in progress.
+ */
 static void *stats_main(void *arg)
 {
-	struct timespec t;
+	bool wb = zp.backing && zp.wb_mode != WB_NONE;
+	struct timespec t, now, next_wb;
 
 	(void)arg;
+	clock_gettime(CLOCK_MONOTONIC, &next_wb);
+	next_wb.tv_sec += zp.idle_secs;
 	pthread_mutex_lock(&zp.stats_lock);
 	while (!zp.stopping) {
-		stats_write();
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (wb && now.tv_sec >= next_wb.tv_sec) {
+			pthread_mutex_unlock(&zp.stats_lock);
+			writeback_pass();
+			pthread_mutex_lock(&zp.stats_lock);
+			clock_gettime(CLOCK_MONOTONIC, &next_wb);
+			next_wb.tv_sec += zp.idle_secs;
+		}
+		if (zp.stats_path)
+			stats_write();
 		clock_gettime(CLOCK_REALTIME, &t);
 		t.tv_sec += 1;
 		pthread_cond_timedwait(&zp.stats_wake, &zp.stats_lock, &t);
@@ -337,12 +521,12 @@ static int on_after_fork(void)
 
 	if (make_devices())
 		return -1;
-	if (!zp.stats_path)
+	if (!zp.stats_path && !(zp.backing && zp.wb_mode != WB_NONE))
 		return 0;
 	err = pthread_create(&zp.stats_thread, NULL, stats_main, NULL);
 	if (err) {
 		errno = err;
-		nbdkit_error("stats: cannot start its thread: %m");
+		nbdkit_error("cannot start the statistics and writeback thread: %m");
 		return -1;
 	}
 	zp.stats_running = true;
@@ -375,7 +559,11 @@ static void on_unload(void)
 	put_disk(zp.stripe); /* before the zram devices under it */
 	for (k = 0; k < MAX_STRIPES; k++)
 		zram_destroy(zp.zram[k]);
+	put_disk(zp.backing); /* after the device that wrote to it */
+	if (zp.backing_fd >= 0)
+		close(zp.backing_fd);
 	free(zp.stats_path);
+	free(zp.backing_path);
 }
 
 /* ---- connections ---- */
