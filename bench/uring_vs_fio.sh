@@ -9,8 +9,11 @@
 # best of 3 runs of SECONDS, the two sides taking turns.  CSV on stdout:
 #   workload,qd,bios_iops,fio_iops,bios/fio
 # and "name,value" rows for the file disk and the ratios bench/plots.sh uses.
+# With BEFORE=another bench_uring (an older build, to judge a change), its
+# IOPS are measured in the same turns and the 4 KiB and 1 MiB rows gain
+# "before_iops,before/fio" columns.
 #
-#   bench/uring_vs_fio.sh BENCH_URING [FILE] [SECONDS]
+#   [BEFORE=OLD_BENCH_URING] bench/uring_vs_fio.sh BENCH_URING [FILE] [SECONDS]
 set -euo pipefail
 BIN=${1:?usage: uring_vs_fio.sh BENCH_URING [FILE] [SECONDS]}
 FILE=${2:-${TMPDIR:-/var/tmp}/bvec-uring-bench.bin}
@@ -38,29 +41,42 @@ bios_iops() {
 	"$BIN" "$FILE" "$1" "$2" "$3" "$SECS" "${4:-uring}" | cut -d, -f1
 }
 
+# before_iops RW BS QD: the same through $BEFORE, or 0 without it
+before_iops() {
+	[ -n "${BEFORE:-}" ] || { echo 0; return; }
+	"$BEFORE" "$FILE" "$1" "$2" "$3" "$SECS" | cut -d, -f1
+}
+
+# before_cols B F: the extra columns of a row when BEFORE is set
+before_cols() {
+	[ -n "${BEFORE:-}" ] && echo ",$1,$(ratio "$1" "$2")" || true
+}
+
 max() { [ "$1" -ge "$2" ] && echo "$1" || echo "$2"; }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", b ? a / b : 0}'; }
 
-echo "workload,qd,bios_iops,fio_iops,bios/fio"
+echo "workload,qd,bios_iops,fio_iops,bios/fio${BEFORE:+,before_iops,before/fio}"
 for rw in randread randwrite; do
 	for qd in 1 8 32; do
-		b=0 f=0
+		b=0 f=0 o=0
 		for _ in $(seq $REPS); do
 			b=$(max "$b" "$(bios_iops $rw 4096 $qd)")
 			f=$(max "$f" "$(fio_iops $rw 4k $qd)")
+			o=$(max "$o" "$(before_iops $rw 4096 $qd)")
 		done
-		echo "$rw 4k,$qd,$b,$f,$(ratio "$b" "$f")"
+		echo "$rw 4k,$qd,$b,$f,$(ratio "$b" "$f")$(before_cols "$o" "$f")"
 		[ $qd = 32 ] && eval "${rw}_qd32=$b"
 	done
 done
 for rw in read write; do
-	b=0 f=0
+	b=0 f=0 o=0
 	for _ in $(seq $REPS); do
 		b=$(max "$b" "$(bios_iops $rw 1048576 4)")
 		f=$(max "$f" "$(fio_iops $rw 1m 4)")
+		o=$(max "$o" "$(before_iops $rw 1048576 4)")
 	done
-	echo "$rw 1m,4,$b,$f,$(ratio "$b" "$f")"
+	echo "$rw 1m,4,$b,$f,$(ratio "$b" "$f")$(before_cols "$o" "$f")"
 done
 for rw in randread randwrite; do
 	s=0
