@@ -251,37 +251,39 @@ static int write_partial(struct zram *z, struct bio *bio, uint64_t index, unsign
 			 const void *src, unsigned int len)
 {
 	struct zram_slot *s = src ? slot_for_write(z, index) : zram__slot_get(z, index, false);
-	uint32_t h, old = 0;
+	uint32_t h, old = 0, hblk = 0;
+	bool wb;
 	int ret = 0;
 
 	if (!s)
 		return src ? -ENOMEM : 0;
 	slot_lock(s);
-	if (atomic_load_explicit(&s->flags, memory_order_relaxed) & ZRAM_WB) {
+	wb = atomic_load_explicit(&s->flags, memory_order_relaxed) & ZRAM_WB;
+	if (wb) {
 		/* The old bytes are on the backing disk: patch them when read. */
-		uint32_t hblk = s->handle;
-
+		hblk = s->handle;
 		ret = bio ? zram__wb_pin(z, hblk) : -EAGAIN;
-		slot_unlock(s);
-		return ret ? ret : zram__wb_rmw(z, bio, index, hblk, off, src, len);
-	}
-	if (s->handle) {
-		ret = zpool_load(z->pool, s->handle, scratch);
-		if (ret)
-			atomic_fetch_add(&z->failed_reads, 1);
-	} else if (src) {
-		memset(scratch, 0, ZP_PAGE_SIZE);
-	}
-	if (!ret && (s->handle || src) && !(!src && all_zero(scratch + off, len))) {
-		if (src)
-			memcpy(scratch + off, src, len);
-		else
-			memset(scratch + off, 0, len);
-		ret = store(z, scratch, &h);
-		if (!ret)
-			old = slot_swap(z, s, h);
+	} else {
+		if (s->handle) {
+			ret = zpool_load(z->pool, s->handle, scratch);
+			if (ret)
+				atomic_fetch_add(&z->failed_reads, 1);
+		} else if (src) {
+			memset(scratch, 0, ZP_PAGE_SIZE);
+		}
+		if (!ret && (s->handle || src) && !(!src && all_zero(scratch + off, len))) {
+			if (src)
+				memcpy(scratch + off, src, len);
+			else
+				memset(scratch + off, 0, len);
+			ret = store(z, scratch, &h);
+			if (!ret)
+				old = slot_swap(z, s, h);
+		}
 	}
 	slot_unlock(s);
+	if (wb)
+		return ret ? ret : zram__wb_rmw(z, bio, index, hblk, off, src, len);
 	if (old)
 		zpool_free(z->pool, old);
 	return ret;
