@@ -142,6 +142,29 @@ static enum file lookup(const char *path)
 static int wb_file(enum file f, char *buf, size_t size, off_t off, bool write);
 static int recomp_file(enum file f, char *buf, size_t size, off_t off, bool write);
 
+/* A control file's read: the part of @text (@n bytes) at @off. */
+static int text_read(const char *text, int n, char *buf, size_t size, off_t off)
+{
+	if (n < 0)
+		return n;
+	if (off >= n)
+		return 0;
+	if (size > (size_t)(n - off))
+		size = (size_t)(n - off);
+	memcpy(buf, text + off, size);
+	return (int)size;
+}
+
+/* A control file's write as a string; -EINVAL if it does not fit. */
+static int text_take(char *text, size_t cap, const char *buf, size_t size)
+{
+	if (size >= cap)
+		return -EINVAL;
+	memcpy(text, buf, size);
+	text[size] = 0;
+	return 0;
+}
+
 /* Sizes are file offsets, so no option or control file may exceed off_t. */
 static int parse_size(const char *s, uint64_t *out)
 {
@@ -368,17 +391,10 @@ static int wb_file(enum file f, char *buf, size_t size, off_t off, bool write)
 			n = f == F_WB_LIMIT ? snprintf(text, sizeof(text), "%" PRIu64 "\n", v) :
 					      snprintf(text, sizeof(text), "%d\n", on);
 		}
-		if (off >= n)
-			return 0;
-		if (size > (size_t)(n - off))
-			size = (size_t)(n - off);
-		memcpy(buf, text + off, size);
-		return (int)size;
+		return text_read(text, n, buf, size, off);
 	}
-	if (size >= sizeof(text))
+	if (text_take(text, sizeof(text), buf, size))
 		return -EINVAL;
-	memcpy(text, buf, size);
-	text[size] = 0;
 	switch (f) {
 	case F_WB_LIMIT:
 	case F_WB_LIMIT_ENABLE:
@@ -607,17 +623,10 @@ static int recomp_file(enum file f, char *buf, size_t size, off_t off, bool writ
 						      algos[i]);
 			n += snprintf(text + n, sizeof(text) - (size_t)n, "\n");
 		}
-		if (off >= n)
-			return 0;
-		if (size > (size_t)(n - off))
-			size = (size_t)(n - off);
-		memcpy(buf, text + off, size);
-		return (int)size;
+		return text_read(text, n, buf, size, off);
 	}
-	if (size >= sizeof(text))
+	if (text_take(text, sizeof(text), buf, size))
 		return -EINVAL;
-	memcpy(text, buf, size);
-	text[size] = 0;
 	switch (f) {
 	case F_RECOMP_ALGORITHM:
 		if (recomp_parse(text, "algo priority", &a) || !a.algo ||
@@ -691,12 +700,7 @@ static int zblk_read(const char *path, char *buf, size_t size, off_t off,
 	if (f != F_MM_STAT && f != F_IO_STAT && f != F_MEM_LIMIT)
 		return -EACCES;
 	n = stat_text(f, text, sizeof(text));
-	if (off >= n)
-		return 0;
-	if (size > (size_t)(n - off))
-		size = (size_t)(n - off);
-	memcpy(buf, text + off, size);
-	return (int)size;
+	return text_read(text, n, buf, size, off);
 }
 
 static int zblk_write(const char *path, const char *buf, size_t size, off_t off,
