@@ -12,8 +12,12 @@
 #include "testutil.h"
 #include "zpool/zram_internal.h"
 
-/* zstd's own API makes frames as libzpool wrote them before (with the magic). */
-#if defined(__has_include)
+/*
+ * zstd's own API makes frames as libzpool wrote them before (with the magic).
+ * Only where libzpool was built with zstd: a cross build may see the host's
+ * <zstd.h> with no target library to link.
+ */
+#if defined(ZPOOL_HAVE_ZSTD) && defined(__has_include)
 #if __has_include(<zstd.h>)
 #include <zstd.h>
 #define HAVE_ZSTD_H 1
