@@ -129,6 +129,9 @@ int zram_train_dict(struct zram *z, unsigned int priority, size_t dict_size)
 
 	if (!z || priority > PRIO_MAX || dict_size < 256 || dict_size > DICT_MAX)
 		return -EINVAL;
+	/* Training is zstd's ZDICT, whichever codec the dictionary serves. */
+	if (!zpool_has_compressor("zstd"))
+		return -EOPNOTSUPP;
 	zpool__read_lock(z->lock);
 	if (!z->pool) {
 		ret = -ENODEV;

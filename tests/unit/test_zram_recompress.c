@@ -204,8 +204,10 @@ START_TEST(test_incompressible)
 	p.type = ZRAM_RECOMP_HUGE;
 	ck_assert_int_eq(zram_recompress(z, &p), 0);
 	ck_assert_uint_eq(flags_of(z, 20) & ZRAM_INCOMPRESSIBLE, 0);
-	p.priority = 0;
-	p.algo = strong();
+	/* By name when the two differ; without zstd both are lz4hc, and the
+	 * name picks priority 1, so ask for 2 by number. */
+	p.priority = zpool_has_compressor("zstd") ? 0 : 2;
+	p.algo = zpool_has_compressor("zstd") ? strong() : NULL;
 	ck_assert_int_eq(zram_recompress(z, &p), 0);
 	ck_assert(flags_of(z, 20) & ZRAM_INCOMPRESSIBLE);
 	zram_destroy(z);
@@ -296,7 +298,8 @@ static void dict_of(unsigned char *d, size_t len, uint32_t seed)
 
 static void dictionaries(const char *comp)
 {
-	static unsigned char d1[16384], d2[16384];
+	/* Four pages of the same kind of text, whatever the page size. */
+	static unsigned char d1[4 * PG], d2[4 * PG];
 	struct zpool_stats plain, with;
 	struct zram *z = new_zram(comp);
 	unsigned char page[PG];
@@ -315,8 +318,14 @@ static void dictionaries(const char *comp)
 		ck_assert_int_eq(do_io(z, REQ_OP_WRITE, i, page), 0);
 	}
 	zram_mm_stat(z, &with);
-	/* The same kind of text again, with a dictionary of it: smaller. */
-	ck_assert_uint_lt(with.compr_data_size - plain.compr_data_size, plain.compr_data_size);
+	/*
+	 * The same kind of text again, with a dictionary of it: smaller.  Not
+	 * so with 64 KiB pages: each page holds the whole vocabulary already,
+	 * and lz4's dictionary mode measured 6% larger there.
+	 */
+	if (PG <= 16384)
+		ck_assert_uint_lt(with.compr_data_size - plain.compr_data_size,
+				  plain.compr_data_size);
 	ck_assert_int_eq(zram_set_algorithm_params(z, 0, 0, d2, sizeof(d2)), 0);
 	for (i = 32; i < 48; i++) {
 		text_page(page, i, 0);
