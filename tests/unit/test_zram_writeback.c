@@ -728,6 +728,7 @@ struct race {
 	struct zram *z;
 	unsigned char (*model)[PG];
 	atomic_bool stop;
+	atomic_bool wb_seen;	/* a writeback wrote something while I/O ran */
 	int64_t wb_total;
 };
 
@@ -744,7 +745,12 @@ static void *race_io(void *arg)
 	unsigned char *buf = malloc(PG);
 	unsigned int n, ops = test_scale(3000);
 
-	for (n = 0; n < ops; n++) {
+	/*
+	 * Past @ops until a writeback has landed, so the race happens however
+	 * the threads are scheduled (a loaded machine can run all the I/O
+	 * before the writeback thread's first pass); bounded all the same.
+	 */
+	for (n = 0; n < ops || (!atomic_load(&r->wb_seen) && n < 100 * ops); n++) {
 		unsigned int p = rng_range(&g, 0, RP / RT - 1) * RT + me->id;
 		unsigned int off = rng_range(&g, 0, (unsigned int)(PG / 512) - 1) * 512;
 		unsigned int len = 512 * rng_range(&g, 1, (unsigned int)((PG - off) / 512));
@@ -792,6 +798,8 @@ static void *race_writeback(void *arg)
 		n = zram_writeback(r->z, ZRAM_WB_ALL, RP / 2, RP / 4);
 		ck_assert_int_ge(n, 0);
 		r->wb_total += n;
+		if (r->wb_total)
+			atomic_store(&r->wb_seen, true);
 	}
 	return NULL;
 }
