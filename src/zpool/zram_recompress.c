@@ -361,7 +361,9 @@ int64_t zram_recompress(struct zram *z, const struct zram_recompress_params *p)
 	ret = sc.err;
 	if (ret)
 		goto out;
-	qsort(sc.v, sc.n, sizeof(*sc.v), cand_cmp);
+	/* With no candidate sc.v is NULL, which qsort() may not be given. */
+	if (sc.n)
+		qsort(sc.v, sc.n, sizeof(*sc.v), cand_cmp);
 	for (i = 0; i < sc.n; i++) {
 		/* As Linux: a page tried counts against max_pages, shrunk or not. */
 		if (p->max_pages && tries == p->max_pages)
