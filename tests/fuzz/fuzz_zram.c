@@ -277,7 +277,7 @@ static void tier_writeback(struct tier *t, unsigned int op, struct input *in)
 		abort();
 	}
 	/* Each page that landed was written once and paid for once. */
-	if (after < before || bs1.bd_writes - bs0.bd_writes != after - before)
+	if (after < before || bs1.bd_writes - bs0.bd_writes != (after - before) * UNITS)
 		abort();
 	if (*t->wb_on) {
 		if (*t->budget - budget != (after - before) * UNITS)
