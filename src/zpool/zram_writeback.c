@@ -351,20 +351,31 @@ fail:
 	return ret;
 }
 
-int zram__wb_read(struct zram *z, struct bio *bio, uint32_t hblk, unsigned int off,
-		  void *dst, unsigned int len)
+/* A read of block @hblk for @bio; NULL, the pin dropped, without memory. */
+static struct wb_read *read_new(struct zram *z, struct bio *bio, uint32_t hblk,
+				unsigned int off, unsigned int len)
 {
 	struct wb_read *r = zpool__os_zalloc(sizeof(*r));
 
 	if (!r) {
 		unpin(z->wb, hblk);
-		return -ENOMEM;
+		return NULL;
 	}
 	r->z = z;
 	r->parent = bio;
 	r->hblk = hblk;
 	r->off = off;
 	r->len = len;
+	return r;
+}
+
+int zram__wb_read(struct zram *z, struct bio *bio, uint32_t hblk, unsigned int off,
+		  void *dst, unsigned int len)
+{
+	struct wb_read *r = read_new(z, bio, hblk, off, len);
+
+	if (!r)
+		return -ENOMEM;
 	r->dst = dst;
 	return start_read(z, r);
 }
@@ -372,18 +383,12 @@ int zram__wb_read(struct zram *z, struct bio *bio, uint32_t hblk, unsigned int o
 int zram__wb_rmw(struct zram *z, struct bio *bio, uint64_t index, uint32_t hblk,
 		 unsigned int off, const void *src, unsigned int len)
 {
-	struct wb_read *r = zpool__os_zalloc(sizeof(*r));
+	struct wb_read *r = read_new(z, bio, hblk, off, len);
 
 	if (!r) {
-		unpin(z->wb, hblk);
 		atomic_fetch_add(&z->failed_writes, 1);
 		return -ENOMEM;
 	}
-	r->z = z;
-	r->parent = bio;
-	r->hblk = hblk;
-	r->off = off;
-	r->len = len;
 	r->src = src;
 	r->rmw = true;
 	r->index = index;
