@@ -39,6 +39,9 @@
 #include <unistd.h>
 
 #include "transport.h"
+#ifdef ZBLK_HAVE_URING
+#include "fuse_ring.h"
+#endif
 
 /*
  * The FUSE protocol's open reply (struct fuse_open_out) and the open flag
@@ -652,11 +655,17 @@ static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *opts)
 	return ret;
 }
 
+/* -o io_uring, named as libfuse 3.18 names it; consumed here. */
+static const struct fuse_opt transport_opts[] = {
+	{ "io_uring", 0, 1 },
+	FUSE_OPT_END
+};
+
 int zblk__serve(struct fuse_args *args, const struct fuse_operations *ops, const char *disk)
 {
 	struct fuse_cmdline_opts opts;
 	struct fuse_session *se = NULL;
-	int ret = 1;
+	int ret = 1, io_uring = 0;
 
 	tp.ops = ops;
 	memset(&opts, 0, sizeof(opts));
@@ -664,7 +673,7 @@ int zblk__serve(struct fuse_args *args, const struct fuse_operations *ops, const
 		fprintf(stderr, "zblk: cannot create a thread key\n");
 		return 1;
 	}
-	if (fuse_parse_cmdline(args, &opts))
+	if (fuse_opt_parse(args, &io_uring, transport_opts, NULL) || fuse_parse_cmdline(args, &opts))
 		return 1;
 	if (!opts.mountpoint) {
 		fprintf(stderr, "zblk: no MOUNTPOINT\n");
@@ -681,14 +690,27 @@ int zblk__serve(struct fuse_args *args, const struct fuse_operations *ops, const
 		fuse_remove_signal_handlers(se);
 		goto out;
 	}
+#ifdef ZBLK_HAVE_URING
+	if (io_uring && zblk__ring_install(se))
+		io_uring = 0; /* said why; /dev/fuse serves */
+#else
+	if (io_uring)
+		fprintf(stderr, "zblk: built without liburing; using /dev/fuse\n");
+	io_uring = 0;
+#endif
 	/* After fuse_daemonize: threads do not survive its fork. */
 	if (fuse_daemonize(opts.foreground) == 0) {
 		start_helpers();
 		if (serve(se, &opts) == 0)
 			ret = 0;
-		stop_helpers();
 	}
 	fuse_session_unmount(se);
+#ifdef ZBLK_HAVE_URING
+	/* After the unmount: until then a ring entry may still bring a request. */
+	if (io_uring)
+		zblk__ring_stop();
+#endif
+	stop_helpers();
 	fuse_remove_signal_handlers(se);
 out:
 	if (se)
