@@ -66,18 +66,18 @@ if [ -s zpool.csv ]; then
 	pages=$(val kernel.csv pages)
 	pages=${pages:-16384}
 	{
-		echo "zpool lz4,$(awk -v m="$(val zpool.csv 'lz4 chain 8: mem_used_total')" -v p="$pages" 'BEGIN {print m / p}')"
+		echo "zpool lz4,$(awk -v m="$(val zpool.csv 'lz4 chain 64: mem_used_total')" -v p="$pages" 'BEGIN {print m / p}')"
 		echo "malloc per object lz4,$(awk -v m="$(val zpool.csv 'malloc per object: footprint')" -v p="$pages" 'BEGIN {print m / p}')"
 		[ -s kernel.csv ] && echo "kernel zram lz4,$(awk -v m="$(val kernel.csv kernel_mem_used)" -v p="$pages" 'BEGIN {print m / p}')"
 		[ -s kernel.csv ] && echo "zblk lz4 (with slot table),$(awk -v m="$(val kernel.csv zblk_mem_used)" -v p="$pages" 'BEGIN {print m / p}')"
-		z=$(val zpool.csv 'zstd chain 8: mem_used_total')
+		z=$(val zpool.csv 'zstd chain 64: mem_used_total')
 		[ -n "$z" ] && echo "zpool zstd,$(awk -v m="$z" -v p="$pages" 'BEGIN {print m / p}')"
 		[ -s nbdkit.csv ] && echo "nbdkit allocator=zstd,$(val nbdkit.csv nbdkit_zstd_bytes_per_page)"
 	} >memory.dat
 	bars memory.dat 'Memory per stored 4 KiB page, the corpus, everything counted' 'bytes per page' memory.png
 	{
-		echo "zpool lz4 full,$(val zpool.csv 'lz4 chain 8: mem_used/compr')"
-		echo "zpool lz4 after free 1/3,$(val zpool.csv 'lz4 chain 8: after free 1/3 + compact')"
+		echo "zpool lz4 full,$(val zpool.csv 'lz4 chain 64: mem_used/compr')"
+		echo "zpool lz4 after free 1/3,$(val zpool.csv 'lz4 chain 64: after free 1/3 + compact')"
 		echo "malloc full,$(val zpool.csv 'malloc per object: footprint/compr')"
 		echo "malloc after free 1/3,$(val zpool.csv 'malloc per object: after free 1/3 + trim')"
 	} >overhead.dat

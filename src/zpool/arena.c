@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * A page source over a caller's fixed memory, for embedders without mmap or
- * malloc.  Runs of 1 to 16 pages are carved in order and recycled by
- * length; a request with no run of its length splits a longer free run.
+ * malloc.  Runs of 1 to ZP_MAX_CHAIN pages are carved in order and recycled
+ * by length; a request with no run of its length splits a longer free run.
  *
  * Free runs are linked through their own first bytes, unlike the mmap
  * source's: an arena is not lazy, the caller's block is the pool's memory
@@ -11,6 +11,14 @@
  * nothing.  With no malloc there is nowhere else to keep the links.
  */
 #include "internal.h"
+
+/*
+ * The documented minimum: a pool's own pages and a default (8-page) zspage
+ * fit.  It is not ZP_MAX_CHAIN, so an arena that worked before zspages
+ * could be 64 pages long still does; a pool that asks for longer zspages
+ * than its arena holds gets -ENOMEM from the stores that need one.
+ */
+#define ARENA_MIN_PAGES 16u
 
 struct free_run {
 	struct free_run *next;
@@ -95,7 +103,7 @@ int zpool_arena_init(void *mem, size_t bytes, struct zpool_page_source *source)
 	struct zpool_arena *arena = (struct zpool_arena *)at;
 
 	if (!mem || !source || bytes < sizeof(*arena) + align || end < start ||
-	    (end - start) / ZP_PAGE_SIZE < ZP_MAX_CHAIN)
+	    (end - start) / ZP_PAGE_SIZE < ARENA_MIN_PAGES)
 		return -EINVAL;
 	memset(arena, 0, sizeof(*arena));
 	arena->base = (unsigned char *)start;

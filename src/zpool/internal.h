@@ -20,7 +20,23 @@
 #define ZP_PAGE_SHIFT BVEC_PAGE_SHIFT
 #define ZP_MIN_OBJ 32u
 #define ZP_CLASS_DELTA 16u
-#define ZP_MAX_CHAIN 16u
+/*
+ * Zspage length.  max_pages_per_zspage may be 1 to ZP_MAX_CHAIN_CFG; a
+ * pool uses at most ZP_MAX_CHAIN pages, the most that fit in 1 MiB (64
+ * with 4 and 16 KiB pages, 16 with 64 KiB pages): the default source
+ * carves runs from 2 MiB mappings, and a 1 MiB zspage of the smallest
+ * objects has exactly as many slots as ZP_SLOT_BITS can name at 64 KiB
+ * pages.  Elsewhere a class's zspage is kept short enough for its slots
+ * to fit the field (ZP_MAX_SLOTS).  The default is long where untouched
+ * pages are free (a lazy source) and short where a zspage costs all its
+ * pages at once.
+ */
+#define ZP_MAX_CHAIN_CFG 64u
+#define ZP_MAX_ZSPAGE_BYTES ((size_t)1 << 20)
+#define ZP_MAX_CHAIN (ZP_MAX_ZSPAGE_BYTES / ZP_PAGE_SIZE < ZP_MAX_CHAIN_CFG ? \
+		      (unsigned int)(ZP_MAX_ZSPAGE_BYTES / ZP_PAGE_SIZE) : ZP_MAX_CHAIN_CFG)
+#define ZP_DEFAULT_CHAIN_LAZY 64u
+#define ZP_DEFAULT_CHAIN_EAGER 8u
 #define ZP_NR_CLASSES ((unsigned int)((ZP_PAGE_SIZE - ZP_MIN_OBJ) / ZP_CLASS_DELTA + 1))
 #define ZP_CSUM_BYTES 4u
 
@@ -37,6 +53,8 @@ enum zp_tag { ZP_TAG_OBJ = 1, ZP_TAG_SAME = 2, ZP_TAG_FREE = 3 };
 #define ZP_SLOT_BITS (ZP_PAGE_SHIFT + 4 - 5) /* 16 pages of 32-byte objects */
 #define ZP_LEN_BITS (ZP_PAGE_SHIFT + 1)
 #define ZP_ZSPAGE_BITS (64 - ZP_TAG_BITS - ZP_CLASS_BITS - ZP_SLOT_BITS - ZP_LEN_BITS)
+/* Slots one zspage may have: every slot index fits ZP_SLOT_BITS. */
+#define ZP_MAX_SLOTS (1u << ZP_SLOT_BITS)
 
 #define ZP_CLASS_SHIFT ZP_TAG_BITS
 #define ZP_SLOT_SHIFT (ZP_CLASS_SHIFT + ZP_CLASS_BITS)

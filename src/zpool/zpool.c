@@ -268,8 +268,9 @@ struct zpool *zpool_create(const struct zpool_config *cfg)
 		return NULL;
 	}
 	if (!c.max_pages_per_zspage)
-		c.max_pages_per_zspage = 8;
-	if (c.max_pages_per_zspage > ZP_MAX_CHAIN ||
+		c.max_pages_per_zspage = !c.page_source || c.page_source->lazy ?
+					 ZP_DEFAULT_CHAIN_LAZY : ZP_DEFAULT_CHAIN_EAGER;
+	if (c.max_pages_per_zspage > ZP_MAX_CHAIN_CFG ||
 	    zpool__comp_lookup(c.compressor, c.level, &comp, &level) ||
 	    (c.flags & ~ZPOOL_F_CHECKSUM) ||
 	    (c.page_source && (!c.page_source->alloc || !c.page_source->free))) {
@@ -295,7 +296,8 @@ struct zpool *zpool_create(const struct zpool_config *cfg)
 	pool->src = src;
 	pool->self_bytes = self;
 	pool->own_source = !c.page_source;
-	pool->max_chain = c.max_pages_per_zspage;
+	/* Accepted everywhere, capped by bytes: the same config works at any page size. */
+	pool->max_chain = (unsigned int)zpool__min(c.max_pages_per_zspage, ZP_MAX_CHAIN);
 	pool->flags = c.flags;
 	pool->comp = comp;
 	pool->level = level;

@@ -25,7 +25,16 @@ static unsigned int size_index(size_t size)
 	return (unsigned int)((size - ZP_MIN_OBJ + ZP_CLASS_DELTA - 1) / ZP_CLASS_DELTA);
 }
 
-/* The chain length that wastes least; ties go to the shorter chain. */
+/* Slot indices live in 16-bit fields of struct zspage, ZP_NO_SLOT apart. */
+_Static_assert(ZP_MAX_SLOTS <= ZP_NO_SLOT, "slot indices fit struct zspage");
+_Static_assert(ZP_MAX_CHAIN <= UINT8_MAX, "pages_touched holds a zspage's pages");
+
+/*
+ * The chain length that wastes least; ties go to the shorter chain.  A
+ * chain with more slots than a handle entry can name is not a candidate:
+ * that only rules out long chains of objects under 128 bytes (at 4 KiB
+ * pages), which waste nothing at 16 pages already.
+ */
 static void class_geometry(unsigned int size, unsigned int max_chain,
 			   unsigned int *pages, unsigned int *objs)
 {
@@ -38,6 +47,8 @@ static void class_geometry(unsigned int size, unsigned int max_chain,
 		uint64_t bytes = n * ZP_PAGE_SIZE;
 		uint64_t count = bytes / size;
 
+		if (count > ZP_MAX_SLOTS)
+			break;
 		if (count * size * best_bytes > best_used * bytes) {
 			best_used = count * size;
 			best_bytes = bytes;

@@ -181,7 +181,7 @@ static void fuzz_zpool(struct input *in)
 	c = take(in, 1);
 	cfg.flags = c < 192 ? c % 2 : (unsigned int)1 << (c % 32);
 	c = take(in, 1);
-	cfg.max_pages_per_zspage = c < 224 ? c % 18 : take(in, 4);
+	cfg.max_pages_per_zspage = c < 224 ? c % 66 : take(in, 4);
 	c = take(in, 1);
 	if (c % 4 == 1) {
 		cfg.page_source = &src;
@@ -196,7 +196,7 @@ static void fuzz_zpool(struct input *in)
 	valid = cfg.size >= offsetof(struct zpool_config, compressor) && cfg.size <= sizeof(cfg) &&
 		zpool_has_compressor(eff.compressor ? eff.compressor : "lz4") &&
 		level_ok(eff.compressor ? eff.compressor : "lz4", eff.level) &&
-		eff.max_pages_per_zspage <= 16 && !(eff.flags & ~ZPOOL_F_CHECKSUM) &&
+		eff.max_pages_per_zspage <= 64 && !(eff.flags & ~ZPOOL_F_CHECKSUM) &&
 		(!eff.page_source || (eff.page_source->alloc && eff.page_source->free));
 
 	errno = 0;
@@ -237,7 +237,7 @@ static void fuzz_zram(struct input *in)
 	c = take(in, 1);
 	cfg.pool.flags = c < 192 ? c % 2 : (unsigned int)1 << (c % 32);
 	c = take(in, 1);
-	cfg.pool.max_pages_per_zspage = c < 224 ? c % 18 : take(in, 4);
+	cfg.pool.max_pages_per_zspage = c < 224 ? c % 66 : take(in, 4);
 	/* The whole struct, or only up to the pool (every pool default). */
 	if (cfg.size == offsetof(struct zram_config, pool))
 		eff.disksize = cfg.disksize;
@@ -247,7 +247,7 @@ static void fuzz_zram(struct input *in)
 		eff.disksize && eff.disksize <= (uint64_t)UINT32_MAX << BVEC_PAGE_SHIFT &&
 		zpool_has_compressor(eff.pool.compressor ? eff.pool.compressor : "lz4") &&
 		level_ok(eff.pool.compressor ? eff.pool.compressor : "lz4", eff.pool.level) &&
-		eff.pool.max_pages_per_zspage <= 16 && !(eff.pool.flags & ~ZPOOL_F_CHECKSUM);
+		eff.pool.max_pages_per_zspage <= 64 && !(eff.pool.flags & ~ZPOOL_F_CHECKSUM);
 
 	errno = 0;
 	z = zram_create(&cfg);

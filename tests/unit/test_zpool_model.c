@@ -56,6 +56,8 @@ static void check_obj(struct zpool *pool, const struct obj *o)
 
 START_TEST(test_random_sequences)
 {
+	/* Short and long zspages, the longest (capped at 1 MiB) and the default. */
+	static const unsigned int chains[] = { 1, 6, 64, 16, 0, 33 };
 	struct zpool_config cfg = ZPOOL_CONFIG_INIT;
 	struct rng rng = { 0xabcdef12345ull + (uint64_t)_i };
 	unsigned int steps = test_scale(6000), step;
@@ -63,7 +65,7 @@ START_TEST(test_random_sequences)
 	struct zpool *pool;
 
 	cfg.flags = _i % 2 ? ZPOOL_F_CHECKSUM : 0;
-	cfg.max_pages_per_zspage = 1 + (unsigned int)(_i * 5) % 16;
+	cfg.max_pages_per_zspage = chains[_i % 6];
 	pool = zpool_create(&cfg);
 	ck_assert_ptr_nonnull(pool);
 	nlive = 0;
