@@ -11,8 +11,16 @@
 # counts: on a shared machine the load moves by the minute, and taking
 # turns exposes every server to it alike.  Reads come first, on the corpus;
 # fio writes 60%-compressible buffers (the corpus compresses about as much
-# with lz4).  Prints CSV: server,metric,value (metric: rss_delta bytes, or a
-# job's IOPS).  With PLOT=FILE.png and gnuplot, also draws them.
+# with lz4).  Prints CSV: server,metric,value (metric: rss_delta and
+# rss_anon_delta bytes, or a job's IOPS).  With PLOT=FILE.png and gnuplot,
+# also draws them.
+#
+# Then the cells the targets compare closely, as A/B pairs: zram_lz4 against
+# memory_sparse at queue depth 1, zram_zstd against memory_zstd for random
+# writes.  Each pair runs the two servers back to back (A then B, the next
+# pair B then A), $AB_PAIRS times (5), so that both see the same minute's
+# load; rows "A/B,JOB_ab,MEDIAN" give the median of the pairs' IOPS ratios
+# and "A/B,JOB_ab_pairs,A:B A:B ..." the raw IOPS.
 #
 #   bench/nbd.sh PLUGIN CORPUS
 set -euo pipefail
@@ -20,6 +28,7 @@ PLUGIN=${1:?usage: nbd.sh PLUGIN CORPUS}
 CORPUS=${2:?usage: nbd.sh PLUGIN CORPUS}
 RUNTIME=${RUNTIME:-3}
 ROUNDS=${ROUNDS:-2}
+AB_PAIRS=${AB_PAIRS:-5}
 HERE=$(cd "$(dirname "$0")" && pwd)
 for tool in nbdkit nbdcopy fio; do
 	command -v "$tool" >/dev/null || { echo "skip: no $tool" >&2; exit 77; }
@@ -46,13 +55,46 @@ jobs=(
 	"write_1m --rw=write --bs=1m --iodepth=4"
 )
 
+# Pairs for the A/B rows: A B JOB, names from servers and jobs above.
+ab=(
+	"zram_lz4 memory_sparse randread_4k_qd1"
+	"zram_lz4 memory_sparse randwrite_4k_qd1"
+	"zram_zstd memory_zstd randwrite_4k_qd1"
+	"zram_zstd memory_zstd randwrite_4k_qd16"
+)
+
+# fio_iops I JOB_ARGS...: one fio run on server I, its IOPS on stdout.
+fio_iops() {
+	local i=$1
+	shift
+	fio --name=nbd --ioengine=nbd --uri="nbd+unix:///?socket=$dir/s$i" \
+		--size="$SIZE" "$@" --time_based --runtime="$RUNTIME" \
+		--ramp_time=1 --buffer_compress_percentage=60 --refill_buffers \
+		--output-format=json --output="$dir/fio.json" >/dev/null
+	python3 -c 'import json, sys
+j = json.load(open(sys.argv[1]))["jobs"][0]
+print("%.0f" % (j["read"]["iops"] + j["write"]["iops"]))' "$dir/fio.json"
+}
+
+# index NAME ENTRY...: the position of the entry whose first word is NAME.
+index() {
+	local name=$1 k=0 e
+	shift
+	for e in "$@"; do
+		[ "${e%% *}" = "$name" ] && { echo "$k"; return; }
+		k=$((k + 1))
+	done
+	echo "nbd.sh: no $name" >&2
+	return 1
+}
+
 bench() {
 	local i=0 s name iops r j
 	for s in "${servers[@]}"; do
 		read -r -a srv <<<"$s"
 		name=${srv[0]}
 		"$HERE/nbdkit_memory.sh" "$CORPUS" "$name" "${srv[@]:1}" |
-			sed -n "s/^${name}_rss_delta,/$name,rss_delta,/p"
+			sed -n "s/^${name}_\(rss_delta\|rss_anon_delta\),/$name,\1,/p"
 	done
 	for s in "${servers[@]}"; do
 		read -r -a srv <<<"$s"
@@ -66,13 +108,7 @@ bench() {
 		declare -A best=()
 		for r in $(seq "$ROUNDS"); do
 			for i in "${!servers[@]}"; do
-				fio --name="${job[0]}" --ioengine=nbd --uri="nbd+unix:///?socket=$dir/s$i" \
-					--size="$SIZE" "${job[@]:1}" --time_based --runtime="$RUNTIME" \
-					--ramp_time=1 --buffer_compress_percentage=60 --refill_buffers \
-					--output-format=json --output="$dir/fio.json" >/dev/null
-				iops=$(python3 -c 'import json, sys
-j = json.load(open(sys.argv[1]))["jobs"][0]
-print("%.0f" % (j["read"]["iops"] + j["write"]["iops"]))' "$dir/fio.json")
+				iops=$(fio_iops "$i" "${job[@]:1}")
 				((iops > ${best[$i]:-0})) && best[$i]=$iops
 			done
 		done
@@ -80,6 +116,29 @@ print("%.0f" % (j["read"]["iops"] + j["write"]["iops"]))' "$dir/fio.json")
 			echo "${servers[$i]%% *},${job[0]},${best[$i]}"
 		done
 		unset best
+	done
+	for j in "${ab[@]}"; do
+		read -r a b name <<<"$j"
+		local ia ib ja raw="" ratios=()
+		ia=$(index "$a" "${servers[@]}")
+		ib=$(index "$b" "${servers[@]}")
+		ja=$(index "$name" "${jobs[@]}")
+		read -r -a job <<<"${jobs[$ja]}"
+		for r in $(seq "$AB_PAIRS"); do
+			local x y
+			if ((r % 2)); then
+				x=$(fio_iops "$ia" "${job[@]:1}")
+				y=$(fio_iops "$ib" "${job[@]:1}")
+			else
+				y=$(fio_iops "$ib" "${job[@]:1}")
+				x=$(fio_iops "$ia" "${job[@]:1}")
+			fi
+			raw+="${raw:+ }$x:$y"
+			ratios+=("$(awk -v x="$x" -v y="$y" 'BEGIN {printf "%.3f", y ? x / y : 0}')")
+		done
+		echo "$a/$b,${name}_ab,$(printf '%s\n' "${ratios[@]}" | sort -g |
+			awk '{v[NR] = $1} END {printf "%.3f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}')"
+		echo "$a/$b,${name}_ab_pairs,$raw"
 	done
 	for i in "${!servers[@]}"; do
 		kill "$(cat "$dir/pid$i")" 2>/dev/null || true
@@ -89,7 +148,7 @@ bench | tee "$dir/all.csv"
 
 [ -n "${PLOT:-}" ] && command -v gnuplot >/dev/null || exit 0
 # One row a job, one column a server; memory in MiB as the last row.
-awk -F, '{v[$2, $1] = $3; if (!($2 in seen)) {seen[$2] = 1; jobs[++nj] = $2}
+awk -F, '$1 ~ /\// || $2 == "rss_anon_delta" {next} {v[$2, $1] = $3; if (!($2 in seen)) {seen[$2] = 1; jobs[++nj] = $2}
 	if (!($1 in sseen)) {sseen[$1] = 1; srv[++ns] = $1}}
 	END {printf "job"; for (i = 1; i <= ns; i++) printf ",%s", srv[i]; print ""
 	for (j = 1; j <= nj; j++) {printf "%s", jobs[j]
