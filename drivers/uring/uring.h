@@ -12,4 +12,14 @@
  */
 void bvec__uring_disk_set_max_io(struct gendisk *disk, unsigned int bytes);
 
+/* What the disk did, so the tests can tell which path a bio took. */
+struct bvec__uring_stats {
+	unsigned long fixed;	/* SQEs sent as READ_FIXED/WRITE_FIXED */
+	unsigned long polled;	/* bios ended by a poller (poll_bio, put_disk) */
+	unsigned long fixed_in_flight;	/* READ_FIXED/WRITE_FIXED SQEs not reaped */
+};
+
+/* A copy of @disk's counters, taken under its lock. */
+void bvec__uring_disk_stats(struct gendisk *disk, struct bvec__uring_stats *st);
+
 #endif

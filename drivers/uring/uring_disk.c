@@ -10,6 +10,11 @@
  * CQE is ever lost.  The SQ side of the ring is shared by every submitting
  * thread under one lock; the CQ side belongs to the completion thread alone,
  * which is what lets liburing be used without further locking.
+ *
+ * REQ_POLLED bios go to a second ring of the same depth, the poll ring, that
+ * the completion thread never reaps: their submitter (or anyone) reaps it in
+ * poll_bio, one poller at a time under poll_lock, so a polled bio ends on the
+ * thread that waits for it without a wake-up of another thread in between.
  */
 #include <fcntl.h>
 #include <limits.h>
@@ -33,6 +38,8 @@
 #define URING_INLINE_IOV 8
 #define URING_DEFAULT_DEPTH 64
 #define URING_MAX_DEPTH 4096
+/* IORING_MAX_REG_BUFFERS */
+#define URING_MAX_BUFS 16384
 
 enum slot_phase { PH_PREFLUSH, PH_DATA, PH_POSTFLUSH, PH_DONE };
 
@@ -49,12 +56,24 @@ struct uring_slot {
 	int iov_cap;
 	unsigned char phase;
 	bool punch;
+	/* On the poll ring. */
+	bool polled;
+	/* Its SQE in flight is a READ_FIXED/WRITE_FIXED. */
+	bool fixed;
 	blk_status_t status;
 	struct iovec inline_iov[URING_INLINE_IOV];
 };
 
+/* A registered buffer; the disk keeps them sorted by start. */
+struct reg_buf {
+	uintptr_t start;
+	size_t len;
+	unsigned int index;	/* io_uring's buffer index */
+};
+
 struct uring_disk {
 	struct io_uring ring;
+	struct io_uring pring;	/* the poll ring */
 	int fd;
 	int efd;	/* eventfd the kernel signals on each CQE, under valgrind */
 	unsigned int depth;
@@ -69,6 +88,17 @@ struct uring_disk {
 	unsigned long nr_bios;
 	/* The completion thread prepared SQEs it has not submitted yet. */
 	bool deferred;
+	bool pdeferred;		/* the same on the poll ring */
+	/* Slots whose bio is on the poll ring. */
+	unsigned int nr_polled;
+	/* One thread reaps the poll ring at a time; taken before lock. */
+	pthread_mutex_t poll_lock;
+	/* Registered buffers: bufs[0..nr_bufs) are used for new SQEs; the
+	 * array lives until unregistered (nr_bufs 0 while that waits). */
+	struct reg_buf *bufs;
+	unsigned int nr_bufs;
+	unsigned long fixed_in_flight;
+	struct bvec__uring_stats stats;
 	bool stop;
 	/* put_disk() ran on the completion thread, which then frees the disk. */
 	bool orphan;
@@ -96,13 +126,49 @@ static bool under_valgrind(void)
 
 /* Submit what is prepared.  Only transient failures can occur here, since
  * SQEs are never more than the ring holds; those are retried. */
-static void ring_submit(struct uring_disk *ud)
+static void ring_submit(struct io_uring *ring)
 {
 	int ret;
 
-	while ((ret = io_uring_submit(&ud->ring)) < 0 &&
+	while ((ret = io_uring_submit(ring)) < 0 &&
 	       (ret == -EINTR || ret == -EAGAIN || ret == -EBUSY))
 		sched_yield();
+}
+
+/* Submit both rings' prepared SQEs.  Lock held. */
+static void flush_deferred(struct uring_disk *ud)
+{
+	if (ud->deferred) {
+		ud->deferred = false;
+		ring_submit(&ud->ring);
+	}
+	if (ud->pdeferred) {
+		ud->pdeferred = false;
+		ring_submit(&ud->pring);
+	}
+}
+
+/* The registered buffer holding all of @iov, or -1.  Lock held. */
+static int find_buf(const struct uring_disk *ud, const struct iovec *iov)
+{
+	uintptr_t a = (uintptr_t)iov->iov_base;
+	unsigned int lo = 0, hi = ud->nr_bufs, mid;
+	const struct reg_buf *b;
+
+	/* The last buffer that starts at or below a. */
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (ud->bufs[mid].start <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return -1;
+	b = &ud->bufs[lo - 1];
+	if (a - b->start >= b->len || iov->iov_len > b->len - (a - b->start))
+		return -1;
+	return (int)b->index;
 }
 
 /* Lay out up to URING_MAX_IOV iovecs of what is left; a rest that does not
@@ -154,9 +220,11 @@ static bool needs_postflush(const struct bio *bio)
  */
 static bool issue(struct uring_disk *ud, struct uring_slot *slot)
 {
+	struct io_uring *ring = slot->polled ? &ud->pring : &ud->ring;
 	struct bio *bio = slot->bio;
 	struct io_uring_sqe *sqe;
 	unsigned int nr;
+	int idx = -1;
 	off_t off;
 	int mode;
 
@@ -183,18 +251,30 @@ static bool issue(struct uring_disk *ud, struct uring_slot *slot)
 		break;
 	}
 	/* Never NULL: each slot has at most one SQE and slots <= ring entries. */
-	sqe = io_uring_get_sqe(&ud->ring);
+	sqe = io_uring_get_sqe(ring);
 	off = (off_t)slot->pos;
 	switch (bio_op(bio)) {
 	case REQ_OP_READ:
 		/* fill_iov() first: it may move slot->iov to a larger array. */
 		nr = (unsigned int)fill_iov(ud, slot);
-		io_uring_prep_readv(sqe, ud->fd, slot->iov, nr, (__u64)off);
+		idx = nr == 1 && !slot->polled ? find_buf(ud, &slot->iov[0]) : -1;
+		if (idx >= 0)
+			io_uring_prep_read_fixed(sqe, ud->fd, slot->iov[0].iov_base,
+						 (unsigned int)slot->iov[0].iov_len, (__u64)off, idx);
+		else
+			io_uring_prep_readv(sqe, ud->fd, slot->iov, nr, (__u64)off);
 		break;
 	case REQ_OP_WRITE:
 		nr = (unsigned int)fill_iov(ud, slot);
-		io_uring_prep_writev2(sqe, ud->fd, slot->iov, nr, (__u64)off,
-				      (bio->bi_opf & REQ_FUA) ? RWF_DSYNC : 0);
+		idx = nr == 1 && !slot->polled ? find_buf(ud, &slot->iov[0]) : -1;
+		if (idx >= 0)
+			io_uring_prep_write_fixed(sqe, ud->fd, slot->iov[0].iov_base,
+						  (unsigned int)slot->iov[0].iov_len, (__u64)off, idx);
+		else
+			io_uring_prep_writev(sqe, ud->fd, slot->iov, nr, (__u64)off);
+		/* WRITE_FIXED takes rw_flags the same way writev2 does. */
+		if (bio->bi_opf & REQ_FUA)
+			sqe->rw_flags = RWF_DSYNC;
 		break;
 	case REQ_OP_WRITE_ZEROES:
 		mode = slot->punch ? FALLOC_FL_PUNCH_HOLE : FALLOC_FL_ZERO_RANGE;
@@ -206,10 +286,15 @@ static bool issue(struct uring_disk *ud, struct uring_slot *slot)
 					off, (off_t)slot->iter.bi_size);
 		break;
 	}
+	if (idx >= 0) {
+		slot->fixed = true;
+		ud->fixed_in_flight++;
+		ud->stats.fixed++;
+	}
 	io_uring_sqe_set_data(sqe, slot);
 	return true;
 fsync:
-	sqe = io_uring_get_sqe(&ud->ring);
+	sqe = io_uring_get_sqe(ring);
 	io_uring_prep_fsync(sqe, ud->fd, IORING_FSYNC_DATASYNC);
 	io_uring_sqe_set_data(sqe, slot);
 	return true;
@@ -235,6 +320,12 @@ static bool cqe_done(struct uring_disk *ud, struct uring_slot *slot, int res)
 {
 	struct bio *bio = slot->bio;
 
+	if (slot->fixed) {
+		slot->fixed = false;
+		/* bvec_uring_disk_unregister_buffers() waits for 0. */
+		if (!--ud->fixed_in_flight)
+			pthread_cond_broadcast(&ud->cond);
+	}
 	if (res == -EAGAIN || res == -EINTR)
 		return issue(ud, slot);
 	if (res < 0 && slot->phase == PH_DATA && bio_op(bio) == REQ_OP_WRITE_ZEROES &&
@@ -268,7 +359,10 @@ static bool cqe_done(struct uring_disk *ud, struct uring_slot *slot, int res)
 	return issue(ud, slot);
 }
 
-/* Give @bio a slot and prepare its first SQE, or finish it now.  Lock held. */
+/*
+ * Give @bio a slot and prepare its first SQE, to be sent by flush_deferred(),
+ * or finish it now.  Lock held.
+ */
 static void start(struct uring_disk *ud, struct bio *bio, struct bio_list *done)
 {
 	struct uring_slot *slot = ud->free;
@@ -279,11 +373,18 @@ static void start(struct uring_disk *ud, struct bio *bio, struct bio_list *done)
 	slot->pos = (uint64_t)bio->bi_iter.bi_sector << BVEC_SECTOR_SHIFT;
 	slot->phase = PH_PREFLUSH;
 	slot->punch = false;
+	slot->polled = (bio->bi_opf & REQ_POLLED) != 0;
+	slot->fixed = false;
 	slot->status = BLK_STS_OK;
 	if (!issue(ud, slot)) {
 		slot->next_free = ud->free;
 		ud->free = slot;
 		bio_list_add(done, bio);
+	} else if (slot->polled) {
+		ud->nr_polled++;
+		ud->pdeferred = true;
+	} else {
+		ud->deferred = true;
 	}
 }
 
@@ -310,9 +411,12 @@ static void destroy(struct uring_disk *ud)
 	unsigned int i;
 
 	io_uring_queue_exit(&ud->ring);
+	io_uring_queue_exit(&ud->pring);
 	close(ud->efd);
 	pthread_cond_destroy(&ud->cond);
 	pthread_mutex_destroy(&ud->lock);
+	pthread_mutex_destroy(&ud->poll_lock);
+	free(ud->bufs);
 	for (i = 0; i < ud->depth; i++)
 		if (ud->slots[i].iov != ud->slots[i].inline_iov)
 			free(ud->slots[i].iov);
@@ -345,6 +449,71 @@ static void wait_cqe(struct uring_disk *ud)
 		sched_yield();
 }
 
+/*
+ * Sleep until a CQE is posted on the poll ring.  Its completions' task work
+ * belongs to the threads that submitted the SQEs; the kernel signals them,
+ * so they run it even while blocked elsewhere.  Under valgrind, where a
+ * sleep in io_uring_enter() stalls every thread (wait_cqe()), a yield lets
+ * them run and the caller looks at the ring again.
+ */
+static void wait_poll_cqe(struct uring_disk *ud)
+{
+	struct io_uring_cqe *cqe;
+
+	if (under_valgrind())
+		sched_yield();
+	else
+		(void)io_uring_wait_cqe(&ud->pring, &cqe);
+}
+
+/*
+ * Reap the poll ring on this thread and run the bi_end_io of every polled
+ * bio that ended.  With @wait, sleep until a CQE comes as long as a polled
+ * bio is in flight.  Returns the CQEs reaped.
+ */
+static int poll_reap(struct uring_disk *ud, bool wait)
+{
+	struct io_uring_cqe *cqe;
+	struct bio_list done;
+	unsigned int head, seen = 0, in_flight;
+
+	bio_list_init(&done);
+	pthread_mutex_lock(&ud->poll_lock);
+	while (!io_uring_cq_ready(&ud->pring)) {
+		pthread_mutex_lock(&ud->lock);
+		in_flight = ud->nr_polled;
+		pthread_mutex_unlock(&ud->lock);
+		if (!in_flight || !wait) {
+			pthread_mutex_unlock(&ud->poll_lock);
+			return 0;
+		}
+		wait_poll_cqe(ud);
+	}
+	pthread_mutex_lock(&ud->lock);
+	io_uring_for_each_cqe(&ud->pring, head, cqe) {
+		struct uring_slot *slot = io_uring_cqe_get_data(cqe);
+
+		seen++;
+		if (cqe_done(ud, slot, cqe->res)) {
+			ud->pdeferred = true;
+			continue;
+		}
+		slot->bio->bi_status = slot->status;
+		bio_list_add(&done, slot->bio);
+		slot->next_free = ud->free;
+		ud->free = slot;
+		ud->nr_polled--;
+		ud->stats.polled++;
+	}
+	io_uring_cq_advance(&ud->pring, seen);
+	flush_deferred(ud);
+	pthread_cond_broadcast(&ud->cond);
+	pthread_mutex_unlock(&ud->lock);
+	pthread_mutex_unlock(&ud->poll_lock);
+	end_all(ud, &done);
+	return (int)seen;
+}
+
 static void *completion_thread(void *arg)
 {
 	struct uring_disk *ud = arg;
@@ -363,9 +532,12 @@ static void *completion_thread(void *arg)
 				destroy(ud);
 			return NULL;
 		}
-		if (ud->deferred) {
-			ud->deferred = false;
-			ring_submit(ud);
+		flush_deferred(ud);
+		if (ud->orphan && ud->nr_polled) {
+			/* Nobody else will ever poll them now. */
+			pthread_mutex_unlock(&ud->lock);
+			poll_reap(ud, true);
+			continue;
 		}
 		pthread_mutex_unlock(&ud->lock);
 
@@ -395,11 +567,13 @@ static void *completion_thread(void *arg)
 		pthread_mutex_unlock(&ud->lock);
 		end_all(ud, &done);
 
-		/* Slots freed above go to the backlog first, in order. */
+		/* Slots freed above go to the backlog first, in order.  A
+		 * polled one started here may be what put_disk() waits to poll. */
 		pthread_mutex_lock(&ud->lock);
 		while (ud->free && (bio = bio_list_pop(&ud->backlog))) {
 			start(ud, bio, &done);
-			ud->deferred = true;
+			if (bio->bi_opf & REQ_POLLED)
+				pthread_cond_broadcast(&ud->cond);
 		}
 		pthread_mutex_unlock(&ud->lock);
 		end_all(ud, &done);
@@ -418,17 +592,15 @@ static void uring_submit_bio(struct bio *bio)
 	pthread_mutex_lock(&ud->lock);
 	ud->nr_bios++;
 	if (completing == ud) {
-		if (!ud->free || !bio_list_empty(&ud->backlog)) {
+		if (!ud->free || !bio_list_empty(&ud->backlog))
 			bio_list_add(&ud->backlog, bio);
-		} else {
+		else
 			start(ud, bio, &done);
-			ud->deferred = true;
-		}
 	} else {
 		while (!ud->free)
 			pthread_cond_wait(&ud->cond, &ud->lock);
 		start(ud, bio, &done);
-		ring_submit(ud);
+		flush_deferred(ud);
 	}
 	pthread_mutex_unlock(&ud->lock);
 	end_all(ud, &done);
@@ -447,21 +619,36 @@ static void uring_free_disk(struct gendisk *disk)
 		pthread_detach(ud->thread);
 		return;
 	}
-	while (ud->nr_bios)
-		pthread_cond_wait(&ud->cond, &ud->lock);
+	while (ud->nr_bios) {
+		if (ud->nr_polled) {
+			/* Polled bios end only when someone polls. */
+			pthread_mutex_unlock(&ud->lock);
+			poll_reap(ud, true);
+			pthread_mutex_lock(&ud->lock);
+		} else {
+			pthread_cond_wait(&ud->cond, &ud->lock);
+		}
+	}
 	ud->stop = true;
 	sqe = io_uring_get_sqe(&ud->ring);
 	io_uring_prep_nop(sqe);
 	io_uring_sqe_set_data(sqe, NULL);
-	ring_submit(ud);
+	ring_submit(&ud->ring);
 	pthread_mutex_unlock(&ud->lock);
 	pthread_join(ud->thread, NULL);
 	destroy(ud);
 }
 
+static int uring_poll_bio(struct bio *bio, struct io_comp_batch *iob, unsigned int flags)
+{
+	(void)iob;
+	return poll_reap(bio->bi_bdev->bd_disk->private_data, !(flags & BLK_POLL_ONESHOT));
+}
+
 static const struct block_device_operations uring_fops = {
 	.submit_bio = uring_submit_bio,
 	.free_disk = uring_free_disk,
+	.poll_bio = uring_poll_bio,
 };
 
 static sector_t fd_sectors(int fd, const struct stat *st)
@@ -498,7 +685,7 @@ struct gendisk *bvec_uring_disk_create(int fd, const struct queue_limits *lim,
 	else
 		blk_set_stacking_limits(&l);
 	/* The page cache (or the device's) is a volatile write cache. */
-	l.features |= BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA;
+	l.features |= BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA | BLK_FEAT_POLL;
 	/* bio_split_to_limits() then cuts bios so one SQE carries each. */
 	if (l.max_segments > URING_MAX_IOV)
 		l.max_segments = URING_MAX_IOV;
@@ -530,6 +717,11 @@ struct gendisk *bvec_uring_disk_create(int fd, const struct queue_limits *lim,
 	ret = io_uring_queue_init(queue_depth, &ud->ring, 0);
 	if (ret < 0)
 		goto fail_efd;
+	ret = io_uring_queue_init(queue_depth, &ud->pring, 0);
+	if (ret < 0) {
+		io_uring_queue_exit(&ud->ring);
+		goto fail_efd;
+	}
 	/* Only the valgrind way of waiting reads it (wait_cqe()). */
 	if (under_valgrind()) {
 		ret = io_uring_register_eventfd(&ud->ring, ud->efd);
@@ -539,9 +731,12 @@ struct gendisk *bvec_uring_disk_create(int fd, const struct queue_limits *lim,
 	ret = -pthread_mutex_init(&ud->lock, NULL);
 	if (ret)
 		goto fail_ring;
-	ret = -pthread_cond_init(&ud->cond, NULL);
+	ret = -pthread_mutex_init(&ud->poll_lock, NULL);
 	if (ret)
 		goto fail_lock;
+	ret = -pthread_cond_init(&ud->cond, NULL);
+	if (ret)
+		goto fail_poll_lock;
 	ret = -pthread_create(&ud->thread, NULL, completion_thread, ud);
 	if (ret)
 		goto fail_cond;
@@ -553,9 +748,12 @@ struct gendisk *bvec_uring_disk_create(int fd, const struct queue_limits *lim,
 
 fail_cond:
 	pthread_cond_destroy(&ud->cond);
+fail_poll_lock:
+	pthread_mutex_destroy(&ud->poll_lock);
 fail_lock:
 	pthread_mutex_destroy(&ud->lock);
 fail_ring:
+	io_uring_queue_exit(&ud->pring);
 	io_uring_queue_exit(&ud->ring);
 fail_efd:
 	close(ud->efd);
@@ -573,4 +771,94 @@ void bvec__uring_disk_set_max_io(struct gendisk *disk, unsigned int bytes)
 	pthread_mutex_lock(&ud->lock);
 	ud->max_io = bytes;
 	pthread_mutex_unlock(&ud->lock);
+}
+
+void bvec__uring_disk_stats(struct gendisk *disk, struct bvec__uring_stats *st)
+{
+	struct uring_disk *ud = disk->private_data;
+
+	pthread_mutex_lock(&ud->lock);
+	*st = ud->stats;
+	st->fixed_in_flight = ud->fixed_in_flight;
+	pthread_mutex_unlock(&ud->lock);
+}
+
+static int cmp_buf(const void *a, const void *b)
+{
+	uintptr_t x = ((const struct reg_buf *)a)->start, y = ((const struct reg_buf *)b)->start;
+
+	return x < y ? -1 : x > y;
+}
+
+int bvec_uring_disk_register_buffers(struct gendisk *disk, const struct iovec *iov,
+				     unsigned int nr)
+{
+	struct uring_disk *ud;
+	struct reg_buf *bufs;
+	unsigned int i;
+	int ret;
+
+	if (!disk || disk->fops != &uring_fops || !iov || !nr || nr > URING_MAX_BUFS)
+		return -EINVAL;
+	ud = disk->private_data;
+	bufs = malloc(nr * sizeof(*bufs));
+	if (!bufs)
+		return -ENOMEM;
+	for (i = 0; i < nr; i++) {
+		bufs[i].start = (uintptr_t)iov[i].iov_base;
+		bufs[i].len = iov[i].iov_len;
+		bufs[i].index = i;
+		if (!bufs[i].start || !bufs[i].len || bufs[i].len > UINTPTR_MAX - bufs[i].start) {
+			free(bufs);
+			return -EINVAL;
+		}
+	}
+	qsort(bufs, nr, sizeof(*bufs), cmp_buf);
+	/* find_buf() looks at one candidate: the last that starts below. */
+	for (i = 1; i < nr; i++)
+		if (bufs[i].start - bufs[i - 1].start < bufs[i - 1].len) {
+			free(bufs);
+			return -EINVAL;
+		}
+	pthread_mutex_lock(&ud->lock);
+	ret = ud->bufs ? -EBUSY : io_uring_register_buffers(&ud->ring, iov, nr);
+	if (!ret) {
+		ud->bufs = bufs;
+		ud->nr_bufs = nr;
+		bufs = NULL;
+	}
+	pthread_mutex_unlock(&ud->lock);
+	free(bufs);
+	return ret;
+}
+
+int bvec_uring_disk_unregister_buffers(struct gendisk *disk)
+{
+	struct uring_disk *ud;
+	int ret = 0;
+
+	if (!disk || disk->fops != &uring_fops)
+		return -EINVAL;
+	ud = disk->private_data;
+	pthread_mutex_lock(&ud->lock);
+	if (!ud->bufs) {
+		ret = -ENXIO;
+	} else if (completing == ud && ud->fixed_in_flight) {
+		ret = -EBUSY;
+	} else {
+		/* New SQEs stop using them now; the kernel must not unpin
+		 * pages a READ_FIXED/WRITE_FIXED in flight still reads. */
+		ud->nr_bufs = 0;
+		while (ud->fixed_in_flight)
+			pthread_cond_wait(&ud->cond, &ud->lock);
+		if (!ud->bufs) {
+			ret = -ENXIO;	/* another caller got here first */
+		} else {
+			ret = io_uring_unregister_buffers(&ud->ring);
+			free(ud->bufs);
+			ud->bufs = NULL;
+		}
+	}
+	pthread_mutex_unlock(&ud->lock);
+	return ret;
 }

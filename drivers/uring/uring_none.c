@@ -15,3 +15,18 @@ struct gendisk *bvec_uring_disk_create(int fd, const struct queue_limits *lim,
 	bvec__set_errno(ENOSYS);
 	return NULL;
 }
+
+int bvec_uring_disk_register_buffers(struct gendisk *disk, const struct iovec *iov,
+				     unsigned int nr)
+{
+	(void)disk;
+	(void)iov;
+	(void)nr;
+	return -ENOSYS;
+}
+
+int bvec_uring_disk_unregister_buffers(struct gendisk *disk)
+{
+	(void)disk;
+	return -ENOSYS;
+}

@@ -35,6 +35,27 @@ typedef unsigned int blk_features_t;
 #define BLK_FEAT_WRITE_CACHE ((blk_features_t)1u << 0)
 /* The device implements REQ_FUA itself (meaningful with a write cache). */
 #define BLK_FEAT_FUA ((blk_features_t)1u << 1)
+/* The driver completes REQ_POLLED bios from its poll_bio operation. */
+#define BLK_FEAT_POLL ((blk_features_t)1u << 2)
+
+/*
+ * A bio whose submitter reaps its completion itself with bio_poll() (Linux's
+ * REQ_POLLED, set by io_uring's IOPOLL and by preadv2(RWF_HIPRI)).  The
+ * block layer clears it on a device without BLK_FEAT_POLL and on a bio it
+ * splits; such a bio completes the ordinary way.
+ */
+#define REQ_POLLED (1u << 22)
+
+/* bio_poll() flags: look once, do not wait for a completion. */
+#define BLK_POLL_ONESHOT (1u << 0)
+
+/**
+ * struct io_comp_batch - opaque: Linux's batch of polled completions
+ *
+ * Never defined; bio_poll() and &block_device_operations.poll_bio carry it
+ * so that drivers keep Linux's signature.  Callers pass NULL.
+ */
+struct io_comp_batch;
 
 /**
  * struct queue_limits - what a device accepts in one bio
@@ -112,13 +133,22 @@ struct block_device {
  *	any thread.  May submit further bios to any device.
  * @free_disk: optional; called by put_disk() before the disk is freed
  * @owner: the module implementing the operations (THIS_MODULE); never read,
- *	there for Linux's designated initialisers.  Last, so that tables
- *	compiled before it existed remain valid.
+ *	there for Linux's designated initialisers.  After the operations
+ *	older tables have, so that those tables remain valid.
+ * @poll_bio: optional; reap completions of REQ_POLLED bios on the calling
+ *	thread (their bi_end_io runs there), as Linux's poll_bio: called by
+ *	bio_poll() with the bio the caller waits for, an &struct
+ *	io_comp_batch (NULL here) and BLK_POLL_* flags; returns how many
+ *	completions it found, 0 if none.  Read only when the disk's limits
+ *	carry BLK_FEAT_POLL, so a table compiled before this member existed
+ *	(and its disk, which cannot have that feature) is never read past
+ *	its end.
  */
 struct block_device_operations {
 	void (*submit_bio)(struct bio *bio);
 	void (*free_disk)(struct gendisk *disk);
 	struct module *owner;
+	int (*poll_bio)(struct bio *bio, struct io_comp_batch *iob, unsigned int flags);
 };
 
 /**
@@ -450,11 +480,46 @@ BVEC_API void submit_bio_noacct(struct bio *bio);
  * submit_bio_wait() - submit a bio and wait for it to complete
  * @bio: the bio; its bi_end_io and bi_private are used and left set
  *
- * Must not be called from inside a driver's submit_bio.
+ * Must not be called from inside a driver's submit_bio.  A bio with
+ * REQ_POLLED that is still polled once submitted (its device has
+ * BLK_FEAT_POLL and it was not split) is waited for with bio_poll() on
+ * this thread, so its bi_end_io runs here; it falls back to sleeping
+ * until another thread completes it once bio_poll() finds nothing to reap.
+ * Linux's submit_bio_wait() never polls; waiting any other way for a bio
+ * that only polling completes would never end.
  *
  * Return: 0 or the negative errno of the bio's status.
  */
 BVEC_API int submit_bio_wait(struct bio *bio);
+
+/**
+ * bio_poll() - reap completions of a polled bio's device on this thread
+ * @bio: a bio submitted with REQ_POLLED, still owned by the caller (it is
+ *	read, not completed, so it must not be freed while this runs)
+ * @iob: NULL (Linux's completion batch)
+ * @flags: 0, or BLK_POLL_ONESHOT to look once without waiting
+ *
+ * Calls the driver's poll_bio when the bio still has REQ_POLLED and its
+ * disk has BLK_FEAT_POLL and a poll_bio operation; bi_end_io of whatever
+ * the driver reaps (this bio or others of the same device) runs on the
+ * calling thread.  Thread-safe as far as the driver's poll_bio is.
+ *
+ * Return: completions found, 0 when there was nothing to poll or nothing
+ * had completed.
+ */
+BVEC_API int bio_poll(struct bio *bio, struct io_comp_batch *iob, unsigned int flags);
+
+/**
+ * bio_clear_polled() - make a bio complete the ordinary way
+ * @bio: the bio
+ *
+ * Clears REQ_POLLED, as the block layer does for a bio it splits or sends
+ * to a device that cannot poll.
+ */
+static inline void bio_clear_polled(struct bio *bio)
+{
+	bio->bi_opf &= ~(blk_opf_t)REQ_POLLED;
+}
 
 /**
  * bio_split_rw_at() - where a bio must be split to meet limits
@@ -575,7 +640,8 @@ BVEC_API struct gendisk *bvec_file_disk_create(int fd, const struct queue_limits
  * is left as submitted.
  *
  * READ and WRITE become readv/writev SQEs over the bio's own memory (no
- * copy; registered buffers are not used).  A short transfer advances the
+ * copy), or READ_FIXED/WRITE_FIXED inside buffers registered with
+ * bvec_uring_disk_register_buffers().  A short transfer advances the
  * driver's copy of the bio's iterator and resubmits the rest; a read that
  * meets the end of the file returns zeroes for the rest (as the loop driver
  * reads a short file), a write that transfers nothing fails.  -EAGAIN is
@@ -589,6 +655,16 @@ BVEC_API struct gendisk *bvec_file_disk_create(int fd, const struct queue_limits
  * EBADF... BLK_STS_IOERR; ENOSPC BLK_STS_NOSPC; EOPNOTSUPP
  * BLK_STS_NOTSUPP; EINVAL BLK_STS_INVAL).  The capacity is the file's size
  * (a block device's size) at creation, in whole sectors.
+ *
+ * Polling: the disk has BLK_FEAT_POLL.  A REQ_POLLED bio goes to a second
+ * ring that no thread waits on (Linux's poll queues) and completes only when
+ * some thread polls: bio_poll(), or submit_bio_wait(), which polls for a
+ * REQ_POLLED bio.  The poller reaps every completed polled bio of the disk,
+ * not only its own, and their bi_end_io run on the poller's thread (as
+ * Linux allows); a poller that finds the ring empty but I/O in flight
+ * sleeps in io_uring_enter() until a completion arrives, unless
+ * BLK_POLL_ONESHOT.  One thread reaps at a time.  Polled bios never use
+ * registered buffers.  A polled bio nobody polls is reaped by put_disk().
  *
  * put_disk() first waits for every bio in flight to complete.  Called from
  * a bi_end_io of this disk, it cannot wait: the completion thread then
@@ -605,6 +681,46 @@ BVEC_API struct gendisk *bvec_file_disk_create(int fd, const struct queue_limits
  */
 BVEC_API struct gendisk *bvec_uring_disk_create(int fd, const struct queue_limits *lim,
 						unsigned int queue_depth);
+
+/**
+ * bvec_uring_disk_register_buffers() - let READ/WRITE inside buffers skip page pinning
+ * @disk: a disk from bvec_uring_disk_create()
+ * @iov: @nr buffers (non-empty, not overlapping); copied, but their memory
+ *	is pinned by the kernel and must stay mapped until unregistered
+ * @nr: entries, 1 to 16384
+ *
+ * Registers the buffers with the disk's io_uring (io_uring_register_buffers()),
+ * so the kernel pins their pages once instead of on every I/O.  From then on
+ * a READ or WRITE bio (not REQ_POLLED) whose data, or the rest of it after
+ * a short transfer, is one contiguous range lying wholly inside one of the
+ * buffers goes as IORING_OP_READ_FIXED/WRITE_FIXED; every other bio
+ * (several ranges, memory outside the buffers) keeps readv/writev.  Nothing
+ * changes in what a bio reads or writes.  Thread-safe; I/O may be in flight.
+ *
+ * Return: 0; -EINVAL (not an io_uring disk, @iov NULL, @nr out of range, an
+ * empty or overlapping entry), -EBUSY (buffers already registered:
+ * unregister first), or an error of io_uring_register_buffers(): -ENOMEM
+ * (over RLIMIT_MEMLOCK), -EFAULT (memory not mapped, an entry over 1 GiB).
+ * -ENOSYS in a build without liburing.
+ */
+BVEC_API int bvec_uring_disk_register_buffers(struct gendisk *disk, const struct iovec *iov,
+					      unsigned int nr);
+
+/**
+ * bvec_uring_disk_unregister_buffers() - stop using the registered buffers
+ * @disk: a disk from bvec_uring_disk_create()
+ *
+ * New bios stop using the buffers at once; this then waits until no
+ * READ_FIXED/WRITE_FIXED is in flight before the kernel unpins them.
+ * From a bi_end_io of this disk (the completion thread, which is what ends
+ * those I/Os) it cannot wait, so it refuses while any is in flight.
+ * put_disk() unregisters by itself.  Thread-safe.
+ *
+ * Return: 0; -EINVAL (not an io_uring disk), -ENXIO (none registered),
+ * -EBUSY (called from this disk's bi_end_io while fixed I/O is in flight:
+ * nothing changed), -ENOSYS in a build without liburing.
+ */
+BVEC_API int bvec_uring_disk_unregister_buffers(struct gendisk *disk);
 #endif /* BVEC_FREESTANDING */
 
 #ifdef __cplusplus

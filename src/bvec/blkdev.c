@@ -308,6 +308,11 @@ void submit_bio_noacct(struct bio *bio)
 		bio_endio(bio);
 		return;
 	}
+	/* Only a driver that polls may see REQ_POLLED: nobody else would ever
+	 * reap the bio otherwise, since its submitter waits by polling. */
+	if ((bio->bi_opf & REQ_POLLED) &&
+	    !(bio->bi_bdev->bd_disk->limits.features & BLK_FEAT_POLL))
+		bio_clear_polled(bio);
 	if (current_bio_list) {
 		bio_list_add(current_bio_list, bio);
 		return;
@@ -328,7 +333,8 @@ void submit_bio(struct bio *bio)
 
 struct bio_waiter {
 	struct bvec__lock *lock;
-	bool done;
+	/* Read without the lock by a poller between polls. */
+	_Atomic bool done;
 };
 
 static void bio_wait_end_io(struct bio *bio)
@@ -336,9 +342,24 @@ static void bio_wait_end_io(struct bio *bio)
 	struct bio_waiter *w = bio->bi_private;
 
 	bvec__lock(w->lock);
-	w->done = true;
+	atomic_store_explicit(&w->done, true, memory_order_release);
 	bvec__lock_wake_all(w->lock);
 	bvec__unlock(w->lock);
+}
+
+int bio_poll(struct bio *bio, struct io_comp_batch *iob, unsigned int flags)
+{
+	struct block_device *bdev = bio->bi_bdev;
+	struct gendisk *disk;
+
+	if (!bdev || !(bio->bi_opf & REQ_POLLED))
+		return 0;
+	disk = bdev->bd_disk;
+	/* BLK_FEAT_POLL first: a table without poll_bio is never read past. */
+	if (!disk || !(disk->limits.features & BLK_FEAT_POLL) || !disk->fops ||
+	    !disk->fops->poll_bio)
+		return 0;
+	return disk->fops->poll_bio(bio, iob, flags);
 }
 
 int submit_bio_wait(struct bio *bio)
@@ -350,12 +371,22 @@ int submit_bio_wait(struct bio *bio)
 	w.lock = bvec__lock_new();
 	if (!w.lock)
 		return -ENOMEM;
-	w.done = false;
+	atomic_init(&w.done, false);
 	bio->bi_private = &w;
 	bio->bi_end_io = bio_wait_end_io;
 	submit_bio(bio);
+	/*
+	 * Still REQ_POLLED after submission (only this thread's submission
+	 * clears it): the device completes it only when polled.  Poll until
+	 * it has ended or there is nothing left to reap, which means another
+	 * poller has taken its completion and is running bi_end_io.
+	 */
+	if (bio->bi_opf & REQ_POLLED)
+		while (!atomic_load_explicit(&w.done, memory_order_acquire) &&
+		       bio_poll(bio, NULL, 0) > 0)
+			;
 	bvec__lock(w.lock);
-	while (!w.done)
+	while (!atomic_load_explicit(&w.done, memory_order_relaxed))
 		bvec__lock_wait(w.lock);
 	bvec__unlock(w.lock);
 	bvec__lock_free(w.lock);
@@ -451,6 +482,9 @@ struct bio *bio_split_to_limits(struct bio *bio)
 	}
 	if (!sectors)
 		return bio;
+	/* As Linux: the parts of a split bio complete the ordinary way, since
+	 * a poller waits for one bio and the chain ends on another's end. */
+	bio_clear_polled(bio);
 	split = bio_split(bio, sectors, GFP_NOIO, &disk->bio_split);
 	if (!split) {
 		bio->bi_status = BLK_STS_RESOURCE;

@@ -211,6 +211,139 @@ static int submit_op(struct gendisk *disk, blk_opf_t opf, sector_t sector,
 	return ret;
 }
 
+/*
+ * A driver that completes REQ_POLLED bios only from poll_bio, as a poll
+ * queue with no interrupt, and every other bio at once.
+ */
+struct poller {
+	struct bio_list held;
+	unsigned int submitted, polled_seen, polls;
+	unsigned int last_flags;
+};
+
+static void poll_submit(struct bio *bio)
+{
+	struct poller *p = bio->bi_bdev->bd_disk->private_data;
+
+	bio = bio_split_to_limits(bio);
+	if (!bio)
+		return;
+	p->submitted++;
+	if (bio->bi_opf & REQ_POLLED) {
+		p->polled_seen++;
+		bio_list_add(&p->held, bio);
+		return;
+	}
+	bio_endio(bio);
+}
+
+static int poll_poll(struct bio *bio, struct io_comp_batch *iob, unsigned int flags)
+{
+	struct poller *p = bio->bi_bdev->bd_disk->private_data;
+	struct bio *b;
+	int n = 0;
+
+	ck_assert_ptr_null(iob);
+	p->polls++;
+	p->last_flags = flags;
+	while ((b = bio_list_pop(&p->held))) {
+		bio_endio(b);
+		n++;
+	}
+	return n;
+}
+
+static const struct block_device_operations poll_ops = {
+	.submit_bio = poll_submit,
+	.poll_bio = poll_poll,
+};
+
+static struct gendisk *polling_disk(const struct queue_limits *lim, struct poller *p)
+{
+	struct gendisk *disk = blk_alloc_disk(lim, -1);
+
+	ck_assert_ptr_nonnull(disk);
+	disk->fops = &poll_ops;
+	disk->private_data = p;
+	set_capacity(disk, 64);
+	memset(p, 0, sizeof(*p));
+	bio_list_init(&p->held);
+	return disk;
+}
+
+static void count_end(struct bio *bio)
+{
+	(*(unsigned int *)bio->bi_private)++;
+}
+
+/*
+ * REQ_POLLED reaches a driver only on a disk with BLK_FEAT_POLL, and only
+ * in a bio the block layer did not split; submit_bio_wait() polls for it
+ * (this driver would never complete it otherwise); bio_poll() calls
+ * poll_bio only for a bio still polled.
+ */
+START_TEST(test_polled_bios)
+{
+	struct queue_limits lim = { .features = BLK_FEAT_POLL };
+	static char buf[8192];
+	struct bio_vec table[2];
+	struct poller p;
+	struct gendisk *disk = polling_disk(&lim, &p);
+	unsigned int ended = 0;
+	struct bio bio;
+
+	/* Polled: held by the driver, completed by submit_bio_wait()'s poll. */
+	ck_assert_int_eq(submit_op(disk, REQ_OP_READ | REQ_POLLED, 0, buf, 4096), 0);
+	ck_assert_uint_eq(p.polled_seen, 1);
+	ck_assert_uint_ge(p.polls, 1);
+	ck_assert_uint_eq(p.last_flags, 0);
+
+	/* bio_poll() with ONESHOT passes the flag on and finds the bio. */
+	bio_init(&bio, disk->part0, table, 1, REQ_OP_READ | REQ_POLLED);
+	bio_add_virt(&bio, buf, 4096);
+	bio.bi_private = &ended;
+	bio.bi_end_io = count_end;
+	submit_bio(&bio);
+	ck_assert_uint_eq(ended, 0);
+	ck_assert_int_eq(bio_poll(&bio, NULL, BLK_POLL_ONESHOT), 1);
+	ck_assert_uint_eq(p.last_flags, BLK_POLL_ONESHOT);
+	ck_assert_uint_eq(ended, 1);
+	bio_uninit(&bio);
+
+	/* Not polled: bio_poll() leaves the driver alone. */
+	p.polls = 0;
+	bio_init(&bio, disk->part0, table, 1, REQ_OP_READ);
+	bio_add_virt(&bio, buf, 4096);
+	ck_assert_int_eq(bio_poll(&bio, NULL, 0), 0);
+	ck_assert_uint_eq(p.polls, 0);
+	bio_uninit(&bio);
+	put_disk(disk);
+
+	/* A split bio is no longer polled, either part. */
+	lim.max_segments = 1;
+	disk = polling_disk(&lim, &p);
+	bio_init(&bio, disk->part0, table, 2, REQ_OP_WRITE | REQ_POLLED);
+	bio_add_virt(&bio, buf, 512);
+	bio_add_virt(&bio, buf + 4096, 512);
+	ck_assert_uint_eq(bio.bi_vcnt, 2);
+	ck_assert_int_eq(submit_bio_wait(&bio), 0);
+	ck_assert_uint_eq(p.submitted, 2);
+	ck_assert_uint_eq(p.polled_seen, 0);
+	ck_assert_uint_eq(p.polls, 0);
+	bio_uninit(&bio);
+	put_disk(disk);
+
+	/* Without BLK_FEAT_POLL the flag is cleared before the driver sees it. */
+	lim = (struct queue_limits){ .features = 0 };
+	disk = polling_disk(&lim, &p);
+	ck_assert_int_eq(submit_op(disk, REQ_OP_READ | REQ_POLLED, 0, buf, 4096), 0);
+	ck_assert_uint_eq(p.submitted, 1);
+	ck_assert_uint_eq(p.polled_seen, 0);
+	ck_assert_uint_eq(p.polls, 0);
+	put_disk(disk);
+}
+END_TEST
+
 /* Without a write cache, flushes and FUA are stripped as Linux strips them. */
 START_TEST(test_submit_filters_flush)
 {
@@ -562,6 +695,7 @@ int main(void)
 		test_segment_size_no_overflow,
 		test_iovec_bridge,
 		test_file_disk_many_segments,
+		test_polled_bios,
 		NULL
 	};
 	const struct test_group groups[] = {

@@ -2,6 +2,7 @@
 /* The io_uring disk: bios in flight, short transfers, errors, teardown, threads. */
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -638,6 +639,385 @@ START_TEST(test_threads_submit_at_once)
 }
 END_TEST
 
+static struct bvec__uring_stats stats_of(struct gendisk *disk)
+{
+	struct bvec__uring_stats st;
+
+	bvec__uring_disk_stats(disk, &st);
+	return st;
+}
+
+/* A bio over the given ranges, at @off; waits for it. */
+static int rw_ranges(struct gendisk *disk, enum req_op op, blk_opf_t flags, uint64_t off,
+		     unsigned char *const *mem, const unsigned int *len, unsigned int n)
+{
+	struct bio *bio = bio_alloc(disk->part0, (unsigned short)n, op | flags, GFP_KERNEL);
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < n; i++)
+		ck_assert_uint_eq(bio_add_virt(bio, mem[i], len[i]), len[i]);
+	bio->bi_iter.bi_sector = off >> 9;
+	ret = submit_bio_wait(bio);
+	bio_put(bio);
+	return ret;
+}
+
+static void fill_new(unsigned char *m, uint64_t off, unsigned int len)
+{
+	unsigned int i;
+
+	for (i = 0; i < len; i++)
+		m[i] = pat_new(off + i);
+}
+
+static void check_range(const unsigned char *m, uint64_t off, unsigned int len, bool new)
+{
+	unsigned int i;
+
+	for (i = 0; i < len; i++)
+		if (m[i] != (new ? pat_new(off + i) : pat_old(off + i)))
+			ck_abort_msg("byte %u of the range at %llu is %#x", i,
+				     (unsigned long long)off, m[i]);
+}
+
+/*
+ * Registered buffers: a single range inside one goes as READ_FIXED or
+ * WRITE_FIXED (the fixed counter moves), anything else as readv/writev, and
+ * the data is right either way.  Short transfers stay on the fixed path.
+ */
+START_TEST(test_registered_buffers)
+{
+	const size_t fsize = 1u << 20;
+	int fd = temp_file(fsize, -1);
+	struct gendisk *disk = bvec_uring_disk_create(fd, NULL, 8);
+	unsigned char *a = malloc(65536), *b = malloc(131072), *c = malloc(8192);
+	unsigned char *mem[2];
+	unsigned int len[2];
+	struct iovec reg[2] = { { b, 65536 }, { a, 65536 } };
+	struct iovec overlap[2] = { { b, 65536 }, { b + 4096, 4096 } };
+	struct gendisk *file;
+	unsigned long f0;
+
+	ck_assert_ptr_nonnull(disk);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_ptr_nonnull(c);
+	/* Initialised for valgrind, which does not see io_uring write memory. */
+	memset(c, 0, 8192);
+	ck_assert_int_eq(bvec_uring_disk_register_buffers(disk, reg, 0), -EINVAL);
+	ck_assert_int_eq(bvec_uring_disk_register_buffers(disk, NULL, 1), -EINVAL);
+	ck_assert_int_eq(bvec_uring_disk_register_buffers(disk, overlap, 2), -EINVAL);
+	ck_assert_int_eq(bvec_uring_disk_unregister_buffers(disk), -ENXIO);
+	file = bvec_file_disk_create(fd, NULL);
+	ck_assert_ptr_nonnull(file);
+	ck_assert_int_eq(bvec_uring_disk_register_buffers(file, reg, 2), -EINVAL);
+	ck_assert_int_eq(bvec_uring_disk_unregister_buffers(file), -EINVAL);
+	put_disk(file);
+
+	/* Only the first 64 KiB of b: its second half is outside. */
+	ck_assert_int_eq(bvec_uring_disk_register_buffers(disk, reg, 2), 0);
+	ck_assert_int_eq(bvec_uring_disk_register_buffers(disk, reg, 2), -EBUSY);
+	ck_assert_uint_eq(stats_of(disk).fixed, 0);
+
+	/* A write inside a, then a read of it inside b: both fixed. */
+	fill_new(a + 4096, 8192, 16384);
+	mem[0] = a + 4096;
+	len[0] = 16384;
+	ck_assert_int_eq(rw_ranges(disk, REQ_OP_WRITE, REQ_FUA, 8192, mem, len, 1), 0);
+	ck_assert_uint_eq(stats_of(disk).fixed, 1);
+	memset(b, 0, 65536);
+	mem[0] = b + 512;
+	len[0] = 32768;
+	ck_assert_int_eq(rw_ranges(disk, REQ_OP_READ, 0, 0, mem, len, 1), 0);
+	ck_assert_uint_eq(stats_of(disk).fixed, 2);
+	check_range(b + 512, 0, 8192, false);
+	check_range(b + 512 + 8192, 8192, 16384, true);
+	check_range(b + 512 + 24576, 24576, 8192, false);
+
+	/* Memory outside: readv. */
+	mem[0] = c;
+	len[0] = 8192;
+	ck_assert_int_eq(rw_ranges(disk, REQ_OP_READ, 0, 16384, mem, len, 1), 0);
+	check_range(c, 16384, 8192, true);
+	ck_assert_uint_eq(stats_of(disk).fixed, 2);
+	/* Straddling the end of a registered buffer: readv. */
+	memset(b, 0, 131072);
+	mem[0] = b + 61440;
+	ck_assert_int_eq(rw_ranges(disk, REQ_OP_READ, 0, 65536, mem, len, 1), 0);
+	check_range(b + 61440, 65536, 8192, false);
+	ck_assert_uint_eq(stats_of(disk).fixed, 2);
+	/* Two ranges, both inside a: one readv. */
+	memset(a, 0, 65536);
+	mem[0] = a + 8192;
+	mem[1] = a;
+	len[0] = len[1] = 4096;
+	ck_assert_int_eq(rw_ranges(disk, REQ_OP_READ, 0, 8192, mem, len, 2), 0);
+	check_range(a + 8192, 8192, 4096, true);
+	check_range(a, 12288, 4096, true);
+	ck_assert_uint_eq(stats_of(disk).fixed, 2);
+
+	/* Unregistered: the same range as before is no longer fixed. */
+	ck_assert_int_eq(bvec_uring_disk_unregister_buffers(disk), 0);
+	ck_assert_int_eq(bvec_uring_disk_unregister_buffers(disk), -ENXIO);
+	mem[0] = b + 512;
+	len[0] = 32768;
+	ck_assert_int_eq(rw_ranges(disk, REQ_OP_READ, 0, 0, mem, len, 1), 0);
+	ck_assert_uint_eq(stats_of(disk).fixed, 2);
+	put_disk(disk);
+
+	/* Every SQE capped at 1000 bytes: 9 fixed SQEs for 8 KiB, each from
+	 * the right place in the buffer and the file. */
+	disk = bvec_uring_disk_create(fd, NULL, 4);
+	ck_assert_ptr_nonnull(disk);
+	bvec__uring_disk_set_max_io(disk, 1000);
+	ck_assert_int_eq(bvec_uring_disk_register_buffers(disk, reg, 2), 0);
+	memset(a, 0, 65536);
+	mem[0] = a + 100;
+	len[0] = 8192;
+	f0 = stats_of(disk).fixed;
+	ck_assert_int_eq(rw_ranges(disk, REQ_OP_READ, 0, 4096, mem, len, 1), 0);
+	ck_assert_uint_eq(stats_of(disk).fixed - f0, 9);
+	check_range(a + 100, 4096, 4096, false);
+	check_range(a + 100 + 4096, 8192, 4096, true);
+	/* put_disk() with buffers still registered. */
+	put_disk(disk);
+	close(fd);
+	free(a);
+	free(b);
+	free(c);
+}
+END_TEST
+
+/*
+ * Unregistering while READ_FIXED I/O is in flight waits for it.  The first
+ * bio's bi_end_io holds the completion thread, so the 15 fixed reads after
+ * it stay unreaped until the gate opens: until then the unregistering
+ * thread must not return.
+ */
+static void *unregister_thread(void *disk)
+{
+	int ret = bvec_uring_disk_unregister_buffers(disk);
+
+	pthread_mutex_lock(&gate.lock);
+	gate.put_returned = true;
+	pthread_mutex_unlock(&gate.lock);
+	return (void *)(intptr_t)ret;
+}
+
+START_TEST(test_unregister_waits)
+{
+	const unsigned int n = 16;
+	int fd = temp_file(MANY_FILE, -1);
+	struct gendisk *disk = bvec_uring_disk_create(fd, NULL, 32);
+	unsigned char *buf = malloc((size_t)n * 4096);
+	struct iovec reg = { buf, (size_t)n * 4096 };
+	struct tio t[16];
+	struct waiter w;
+	struct bio *bio;
+	pthread_t th;
+	void *ret;
+	unsigned int i;
+
+	ck_assert_ptr_nonnull(disk);
+	ck_assert_int_eq(bvec_uring_disk_register_buffers(disk, &reg, 1), 0);
+	memset(buf, 0, (size_t)n * 4096);
+	gate.entered = gate.open = gate.put_returned = false;
+	memset(t, 0, sizeof(t));
+	waiter_init(&w);
+	for (i = 0; i < n; i++) {
+		bio = bio_alloc(disk->part0, 1, REQ_OP_READ, GFP_KERNEL);
+		bio_add_virt(bio, buf + i * 4096, 4096);
+		bio->bi_iter.bi_sector = (sector_t)i * 61 * 8;
+		t[i].w = &w;
+		bio->bi_private = &t[i];
+		bio->bi_end_io = i ? tio_end : gated_end;
+		submit_bio(bio);
+		pthread_mutex_lock(&gate.lock);
+		while (!gate.entered)
+			pthread_cond_wait(&gate.cond, &gate.lock);
+		pthread_mutex_unlock(&gate.lock);
+	}
+	ck_assert_uint_eq(stats_of(disk).fixed, n);
+	ck_assert_int_eq(pthread_create(&th, NULL, unregister_thread, disk), 0);
+	usleep(100000);
+	pthread_mutex_lock(&gate.lock);
+	ck_assert(!gate.put_returned);
+	gate.open = true;
+	pthread_cond_broadcast(&gate.cond);
+	pthread_mutex_unlock(&gate.lock);
+	pthread_join(th, &ret);
+	ck_assert_int_eq((int)(intptr_t)ret, 0);
+	ck_assert_uint_eq(stats_of(disk).fixed_in_flight, 0);
+	waiter_wait(&w, n);
+	ck_assert_uint_eq(w.bad, 0);
+	for (i = 0; i < n; i++)
+		check_range(buf + i * 4096, (uint64_t)i * 61 * 4096, 4096, false);
+	/* Without fork (valgrind), the next test that uses the gate sees this. */
+	gate.entered = gate.open = gate.put_returned = false;
+	put_disk(disk);
+	close(fd);
+	free(buf);
+}
+END_TEST
+
+struct polled_io {
+	pthread_t thread;
+	_Atomic int ended;
+	blk_status_t status;
+};
+
+static void polled_end(struct bio *bio)
+{
+	struct polled_io *p = bio->bi_private;
+
+	p->thread = pthread_self();
+	p->status = bio->bi_status;
+	atomic_store(&p->ended, 1);
+}
+
+static struct bio *polled_bio(struct gendisk *disk, blk_opf_t opf, void *buf,
+			      unsigned int len, uint64_t off, struct polled_io *p)
+{
+	struct bio *bio = bio_alloc(disk->part0, 1, opf, GFP_KERNEL);
+
+	bio_add_virt(bio, buf, len);
+	bio->bi_iter.bi_sector = off >> 9;
+	memset(p, 0, sizeof(*p));
+	bio->bi_private = p;
+	bio->bi_end_io = polled_end;
+	return bio;
+}
+
+/*
+ * A REQ_POLLED bio ends only when polled, on the polling thread; an
+ * unpolled one on the completion thread as before; submit_bio_wait() polls
+ * for a polled bio; put_disk() reaps a polled bio nobody polled.
+ */
+START_TEST(test_polled)
+{
+	int fd = temp_file(1u << 20, -1);
+	struct gendisk *disk = bvec_uring_disk_create(fd, NULL, 8);
+	unsigned char *buf = malloc(65536);
+	struct polled_io p;
+	struct bio *bio;
+	unsigned long polled;
+
+	ck_assert_ptr_nonnull(disk);
+	ck_assert(disk->limits.features & BLK_FEAT_POLL);
+
+	/* Polled: nothing ends it but a poll, which runs bi_end_io here. */
+	memset(buf, 0, 65536);
+	bio = polled_bio(disk, REQ_OP_READ | REQ_POLLED, buf, 16384, 4096, &p);
+	submit_bio(bio);
+	usleep(100000);
+	ck_assert_int_eq(atomic_load(&p.ended), 0);
+	ck_assert_int_eq(bio_poll(bio, NULL, 0), 1);
+	ck_assert_int_eq(atomic_load(&p.ended), 1);
+	ck_assert(pthread_equal(p.thread, pthread_self()));
+	ck_assert_uint_eq(p.status, BLK_STS_OK);
+	check_range(buf, 4096, 16384, false);
+	ck_assert_uint_eq(stats_of(disk).polled, 1);
+	/* Nothing left to poll: returns at once. */
+	ck_assert_int_eq(bio_poll(bio, NULL, 0), 0);
+	bio_put(bio);
+
+	/* ONESHOT looks without waiting; a loop of them gets there. */
+	fill_new(buf, 8192, 4096);
+	bio = polled_bio(disk, REQ_OP_WRITE | REQ_POLLED, buf, 4096, 8192, &p);
+	submit_bio(bio);
+	while (!atomic_load(&p.ended))
+		(void)bio_poll(bio, NULL, BLK_POLL_ONESHOT);
+	ck_assert(pthread_equal(p.thread, pthread_self()));
+	bio_put(bio);
+
+	/* Not polled: bio_poll() does nothing, the completion thread ends it. */
+	bio = polled_bio(disk, REQ_OP_READ, buf, 4096, 8192, &p);
+	submit_bio(bio);
+	ck_assert_int_eq(bio_poll(bio, NULL, 0), 0);
+	while (!atomic_load(&p.ended))
+		usleep(1000);
+	ck_assert(!pthread_equal(p.thread, pthread_self()));
+	check_range(buf, 8192, 4096, true);
+	bio_put(bio);
+	ck_assert_uint_eq(stats_of(disk).polled, 2);
+
+	/* submit_bio_wait() polls for a polled bio, and only for one. */
+	polled = stats_of(disk).polled;
+	ck_assert_int_eq(rw_wait(disk, REQ_OP_READ, REQ_POLLED, buf, 4096, 16), 0);
+	ck_assert_uint_eq(stats_of(disk).polled, polled + 1);
+	check_range(buf, 8192, 4096, true);
+	ck_assert_int_eq(rw_wait(disk, REQ_OP_READ, 0, buf, 4096, 16), 0);
+	ck_assert_uint_eq(stats_of(disk).polled, polled + 1);
+	/* A polled flush: an fsync SQE on the poll ring. */
+	ck_assert_int_eq(rw_wait(disk, REQ_OP_WRITE, REQ_PREFLUSH | REQ_POLLED, NULL, 0, 0), 0);
+	ck_assert_uint_eq(stats_of(disk).polled, polled + 2);
+
+	/* Left unpolled: put_disk() reaps it. */
+	bio = polled_bio(disk, REQ_OP_READ | REQ_POLLED, buf, 4096, 0, &p);
+	submit_bio(bio);
+	put_disk(disk);
+	ck_assert_int_eq(atomic_load(&p.ended), 1);
+	ck_assert(pthread_equal(p.thread, pthread_self()));
+	check_range(buf, 0, 4096, false);
+	bio_put(bio);
+	close(fd);
+	free(buf);
+}
+END_TEST
+
+/* Threads waiting for polled bios at once: each may reap the others'. */
+static void *polled_waiter(void *p)
+{
+	struct thread_arg *a = p;
+	unsigned int n = test_scale(100), i;
+	unsigned char *buf = calloc(1, 32768);
+	struct rng r = { 500 + a->id };
+
+	for (i = 0; i < n; i++) {
+		unsigned int len = rng_range(&r, 1, 8) * 4096;
+		uint64_t off = (uint64_t)a->id * REGION + rng_range(&r, 0, (REGION - len) / 4096) * 4096;
+		bool write = rng_next(&r) & 1;
+
+		if (write)
+			fill_new(buf, off, len);
+		if (rw_wait(a->disk, write ? REQ_OP_WRITE : REQ_OP_READ, REQ_POLLED, buf, len,
+			    off >> 9))
+			a->bad++;
+		else if (!write)
+			for (unsigned int k = 0; k < len; k++)
+				if (buf[k] != pat_old(off + k) && buf[k] != pat_new(off + k)) {
+					a->bad++;
+					break;
+				}
+	}
+	free(buf);
+	return NULL;
+}
+
+START_TEST(test_threads_poll_at_once)
+{
+	int fd = temp_file(THREADS * REGION, -1);
+	struct gendisk *disk = bvec_uring_disk_create(fd, NULL, 4);
+	struct thread_arg a[THREADS];
+	pthread_t th[THREADS];
+	unsigned int i;
+
+	ck_assert_ptr_nonnull(disk);
+	for (i = 0; i < THREADS; i++) {
+		a[i] = (struct thread_arg){ .disk = disk, .id = i };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, i ? polled_waiter : submitter, &a[i]), 0);
+	}
+	for (i = 0; i < THREADS; i++) {
+		pthread_join(th[i], NULL);
+		ck_assert_uint_eq(a[i].bad, 0);
+	}
+	ck_assert_uint_ge(stats_of(disk).polled, (THREADS - 1) * test_scale(100));
+	put_disk(disk);
+	close(fd);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *const io[] = {
@@ -647,6 +1027,9 @@ int main(void)
 		test_errors,
 		test_flush_discard_zeroes,
 		test_bio_larger_than_one_sqe,
+		test_registered_buffers,
+		test_unregister_waits,
+		test_polled,
 		NULL
 	};
 	const TTest *const life[] = {
@@ -654,6 +1037,7 @@ int main(void)
 		test_submit_from_end_io,
 		test_put_disk_from_end_io,
 		test_threads_submit_at_once,
+		test_threads_poll_at_once,
 		NULL
 	};
 	const struct test_group groups[] = {
