@@ -12,9 +12,12 @@
  * which is what lets liburing be used without further locking.
  *
  * REQ_POLLED bios go to a second ring of the same depth, the poll ring, that
- * the completion thread never reaps: their submitter (or anyone) reaps it in
- * poll_bio, one poller at a time under poll_lock, so a polled bio ends on the
- * thread that waits for it without a wake-up of another thread in between.
+ * the completion thread never touches.  Both its sides belong to whoever
+ * holds poll_lock: submit_bio() only prepares a polled bio's SQE, and the
+ * poller sends what is prepared and waits for completions in one
+ * io_uring_enter() (as Linux's bio_poll() first flushes the plug), so the
+ * kernel's completion work runs on the thread that waits and a polled bio
+ * ends there without a wake-up of any other thread.
  */
 #include <fcntl.h>
 #include <limits.h>
@@ -88,10 +91,9 @@ struct uring_disk {
 	unsigned long nr_bios;
 	/* The completion thread prepared SQEs it has not submitted yet. */
 	bool deferred;
-	bool pdeferred;		/* the same on the poll ring */
 	/* Slots whose bio is on the poll ring. */
 	unsigned int nr_polled;
-	/* One thread reaps the poll ring at a time; taken before lock. */
+	/* Guards the poll ring, both sides; taken before lock. */
 	pthread_mutex_t poll_lock;
 	/* Registered buffers: bufs[0..nr_bufs) are used for new SQEs; the
 	 * array lives until unregistered (nr_bufs 0 while that waits). */
@@ -135,16 +137,12 @@ static void ring_submit(struct io_uring *ring)
 		sched_yield();
 }
 
-/* Submit both rings' prepared SQEs.  Lock held. */
+/* Submit the main ring's prepared SQEs.  Lock held. */
 static void flush_deferred(struct uring_disk *ud)
 {
 	if (ud->deferred) {
 		ud->deferred = false;
 		ring_submit(&ud->ring);
-	}
-	if (ud->pdeferred) {
-		ud->pdeferred = false;
-		ring_submit(&ud->pring);
 	}
 }
 
@@ -360,8 +358,9 @@ static bool cqe_done(struct uring_disk *ud, struct uring_slot *slot, int res)
 }
 
 /*
- * Give @bio a slot and prepare its first SQE, to be sent by flush_deferred(),
- * or finish it now.  Lock held.
+ * Give @bio a slot and prepare its first SQE, to be sent by flush_deferred()
+ * or, on the poll ring, by the next poller; or finish it now.  Lock held,
+ * and poll_lock too for a polled bio.
  */
 static void start(struct uring_disk *ud, struct bio *bio, struct bio_list *done)
 {
@@ -382,7 +381,6 @@ static void start(struct uring_disk *ud, struct bio *bio, struct bio_list *done)
 		bio_list_add(done, bio);
 	} else if (slot->polled) {
 		ud->nr_polled++;
-		ud->pdeferred = true;
 	} else {
 		ud->deferred = true;
 	}
@@ -450,20 +448,27 @@ static void wait_cqe(struct uring_disk *ud)
 }
 
 /*
- * Sleep until a CQE is posted on the poll ring.  Its completions' task work
- * belongs to the threads that submitted the SQEs; the kernel signals them,
- * so they run it even while blocked elsewhere.  Under valgrind, where a
- * sleep in io_uring_enter() stalls every thread (wait_cqe()), a yield lets
- * them run and the caller looks at the ring again.
+ * Send the poll ring's prepared SQEs and, with @wait, sleep until a CQE is
+ * posted, in one io_uring_enter().  This thread is then the submitter of
+ * record, so the completions' task work is its own and runs inside that
+ * wait.  Under valgrind, where a sleep in io_uring_enter() stalls every
+ * thread (wait_cqe()), it yields instead and the caller looks again.
+ * poll_lock held.
  */
-static void wait_poll_cqe(struct uring_disk *ud)
+static void poll_submit_wait(struct uring_disk *ud, bool wait)
 {
-	struct io_uring_cqe *cqe;
+	int ret;
 
-	if (under_valgrind())
+	if (wait && !under_valgrind()) {
+		ret = io_uring_submit_and_wait(&ud->pring, 1);
+		if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY && ret != -ETIME)
+			sched_yield();
+		return;
+	}
+	if (io_uring_sq_ready(&ud->pring))
+		ring_submit(&ud->pring);
+	if (wait)
 		sched_yield();
-	else
-		(void)io_uring_wait_cqe(&ud->pring, &cqe);
 }
 
 /*
@@ -483,21 +488,24 @@ static int poll_reap(struct uring_disk *ud, bool wait)
 		pthread_mutex_lock(&ud->lock);
 		in_flight = ud->nr_polled;
 		pthread_mutex_unlock(&ud->lock);
-		if (!in_flight || !wait) {
+		if (!in_flight) {
 			pthread_mutex_unlock(&ud->poll_lock);
 			return 0;
 		}
-		wait_poll_cqe(ud);
+		poll_submit_wait(ud, wait);
+		if (!wait && !io_uring_cq_ready(&ud->pring)) {
+			pthread_mutex_unlock(&ud->poll_lock);
+			return 0;
+		}
 	}
 	pthread_mutex_lock(&ud->lock);
 	io_uring_for_each_cqe(&ud->pring, head, cqe) {
 		struct uring_slot *slot = io_uring_cqe_get_data(cqe);
 
 		seen++;
-		if (cqe_done(ud, slot, cqe->res)) {
-			ud->pdeferred = true;
+		/* A resubmitted rest goes with the next poll. */
+		if (cqe_done(ud, slot, cqe->res))
 			continue;
-		}
 		slot->bio->bi_status = slot->status;
 		bio_list_add(&done, slot->bio);
 		slot->next_free = ud->free;
@@ -506,7 +514,6 @@ static int poll_reap(struct uring_disk *ud, bool wait)
 		ud->stats.polled++;
 	}
 	io_uring_cq_advance(&ud->pring, seen);
-	flush_deferred(ud);
 	pthread_cond_broadcast(&ud->cond);
 	pthread_mutex_unlock(&ud->lock);
 	pthread_mutex_unlock(&ud->poll_lock);
@@ -567,17 +574,44 @@ static void *completion_thread(void *arg)
 		pthread_mutex_unlock(&ud->lock);
 		end_all(ud, &done);
 
-		/* Slots freed above go to the backlog first, in order.  A
-		 * polled one started here may be what put_disk() waits to poll. */
+		/* Slots freed above go to the backlog first, in order. */
 		pthread_mutex_lock(&ud->lock);
-		while (ud->free && (bio = bio_list_pop(&ud->backlog))) {
+		while (ud->free && (bio = bio_list_pop(&ud->backlog)))
 			start(ud, bio, &done);
-			if (bio->bi_opf & REQ_POLLED)
-				pthread_cond_broadcast(&ud->cond);
-		}
 		pthread_mutex_unlock(&ud->lock);
 		end_all(ud, &done);
 	}
+}
+
+/*
+ * A polled bio: a slot and its SQE, prepared for the next poller to send.
+ * With every slot busy, wait without poll_lock, polling if polled bios hold
+ * slots (nobody else may be about to), else for the completion thread.
+ */
+static void submit_polled(struct uring_disk *ud, struct bio *bio)
+{
+	struct bio_list done;
+
+	bio_list_init(&done);
+	for (;;) {
+		pthread_mutex_lock(&ud->poll_lock);
+		pthread_mutex_lock(&ud->lock);
+		if (ud->free)
+			break;
+		pthread_mutex_unlock(&ud->poll_lock);
+		if (ud->nr_polled) {
+			pthread_mutex_unlock(&ud->lock);
+			poll_reap(ud, true);
+		} else {
+			pthread_cond_wait(&ud->cond, &ud->lock);
+			pthread_mutex_unlock(&ud->lock);
+		}
+	}
+	ud->nr_bios++;
+	start(ud, bio, &done);
+	pthread_mutex_unlock(&ud->lock);
+	pthread_mutex_unlock(&ud->poll_lock);
+	end_all(ud, &done);
 }
 
 static void uring_submit_bio(struct bio *bio)
@@ -589,6 +623,14 @@ static void uring_submit_bio(struct bio *bio)
 	if (!bio)
 		return;
 	bio_list_init(&done);
+	/* The completion thread cannot take poll_lock under lock, and
+	 * nothing there may wait for a bio anyway. */
+	if (completing == ud)
+		bio_clear_polled(bio);
+	if (bio->bi_opf & REQ_POLLED) {
+		submit_polled(ud, bio);
+		return;
+	}
 	pthread_mutex_lock(&ud->lock);
 	ud->nr_bios++;
 	if (completing == ud) {

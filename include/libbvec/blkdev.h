@@ -659,12 +659,16 @@ BVEC_API struct gendisk *bvec_file_disk_create(int fd, const struct queue_limits
  * Polling: the disk has BLK_FEAT_POLL.  A REQ_POLLED bio goes to a second
  * ring that no thread waits on (Linux's poll queues) and completes only when
  * some thread polls: bio_poll(), or submit_bio_wait(), which polls for a
- * REQ_POLLED bio.  The poller reaps every completed polled bio of the disk,
- * not only its own, and their bi_end_io run on the poller's thread (as
- * Linux allows); a poller that finds the ring empty but I/O in flight
- * sleeps in io_uring_enter() until a completion arrives, unless
- * BLK_POLL_ONESHOT.  One thread reaps at a time.  Polled bios never use
- * registered buffers.  A polled bio nobody polls is reaped by put_disk().
+ * REQ_POLLED bio.  submit_bio() only prepares its SQE; the next poll sends
+ * it (as Linux's bio_poll() first flushes the plug) and waits in the same
+ * io_uring_enter(), so the completion work runs on the polling thread.  The
+ * poller reaps every completed polled bio of the disk, not only its own, and
+ * their bi_end_io run on the poller's thread (as Linux allows); a poller
+ * that finds nothing completed but I/O in flight sleeps in io_uring_enter()
+ * until a completion arrives, unless BLK_POLL_ONESHOT.  One thread polls at
+ * a time.  Polled bios never use registered buffers; one submitted from a
+ * bi_end_io of this disk completes the ordinary way (REQ_POLLED cleared).
+ * A polled bio nobody polls is reaped by put_disk().
  *
  * put_disk() first waits for every bio in flight to complete.  Called from
  * a bi_end_io of this disk, it cannot wait: the completion thread then
