@@ -50,8 +50,23 @@ trap cleanup EXIT
 zblk_start() {
 	local opts=$2
 	[ "$STRIPES" -gt 1 ] && opts="$opts,stripes=$STRIPES,chunk=64K"
+	# ZBLK_OPTS: options added to every mount (fuse_uring.sh: io_uring).
+	[ -n "${ZBLK_OPTS:-}" ] && opts="$opts,$ZBLK_OPTS"
 	"$ZBLK" -o "$opts" "$MNT" || fail "zblk did not start"
 	[ -f "$MNT/disk" ] || fail "no $MNT/disk"
+	# With ZBLK_OPTS=io_uring the daemon must really hold its rings.
+	if [[ ",${ZBLK_OPTS:-}," == *,io_uring,* ]]; then
+		local pid i fd ring=
+		pid=$(zblk_pid) || fail "cannot find the zblk daemon"
+		for i in $(seq 50); do
+			for fd in /proc/"$pid"/fd/*; do
+				[ "$(readlink "$fd")" = "anon_inode:[io_uring]" ] && ring=$fd
+			done
+			[ -n "$ring" ] && break
+			sleep 0.1
+		done
+		[ -n "$ring" ] || fail "zblk -o $opts serves without io_uring"
+	fi
 	echo "zblk -o $opts"
 }
 

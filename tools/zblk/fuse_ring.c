@@ -429,6 +429,8 @@ static void start_ring(void)
 		rg.nthreads = 0;
 		return;
 	}
+	/* Before the threads: a request may reach a ring at once. */
+	atomic_store_explicit(&rg.started, true, memory_order_release);
 	for (t = 0; t < rg.nthreads; t++) {
 		/*
 		 * Should one fail, the ring cannot switch on without every
@@ -440,7 +442,6 @@ static void start_ring(void)
 		}
 		rg.threads[t].started = true;
 	}
-	atomic_store_explicit(&rg.started, true, memory_order_release);
 	if (t == rg.nthreads)
 		fprintf(stderr, "zblk: serving over io_uring: %u queues, %u threads, "
 				"%u entries per queue\n", rg.nqueues, rg.nthreads, ENTS_PER_QUEUE);

@@ -920,6 +920,11 @@ static void usage(FILE *out)
 		"    -o null                store nothing, read zeroes: FUSE's own cost\n"
 		"    -h, --help             this help, then FUSE's options\n"
 		"    -V, --version          the versions of libbvec and FUSE\n");
+#ifdef ZBLK_HAVE_URING
+	/* transport.c takes it; only where built with liburing. */
+	fprintf(out, "    -o io_uring            FUSE over io_uring where the kernel offers it\n"
+		     "                           (Linux 6.14+, fuse's enable_uring parameter)\n");
+#endif
 }
 
 /* Sizes in messages, in the largest unit that divides them. */
