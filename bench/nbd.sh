@@ -19,8 +19,10 @@
 # memory_sparse at queue depth 1, zram_zstd against memory_zstd for random
 # writes.  Each pair runs the two servers back to back (A then B, the next
 # pair B then A), $AB_PAIRS times (5), so that both see the same minute's
-# load; rows "A/B,JOB_ab,MEDIAN" give the median of the pairs' IOPS ratios
-# and "A/B,JOB_ab_pairs,A:B A:B ..." the raw IOPS.
+# load; rows "A/B,JOB_ab,MEDIAN" give the median of the pairs' IOPS ratios,
+# "A/B,JOB_ab_pairs,A:B A:B ..." the raw IOPS, and "A/B,JOB_ab_cpu_us,..."
+# the CPU time each server's process spent a request (user and system, from
+# /proc/PID/stat), which the machine's load moves far less than the IOPS.
 #
 #   bench/nbd.sh PLUGIN CORPUS
 set -euo pipefail
@@ -76,6 +78,24 @@ j = json.load(open(sys.argv[1]))["jobs"][0]
 print("%.0f" % (j["read"]["iops"] + j["write"]["iops"]))' "$dir/fio.json"
 }
 
+# ab_run I JOB_ARGS...: fio_iops on server I, as "IOPS CPU": CPU the
+# server's process spent a request, in microseconds, over the whole run
+# (ramp included, so the requests are the IOPS times runtime plus ramp).
+ab_run() {
+	local i=$1 t0 t1 iops
+	shift
+	t0=$(cpu_ticks "$i")
+	iops=$(fio_iops "$i" "$@")
+	t1=$(cpu_ticks "$i")
+	echo "$iops $(awk -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v n="$iops" -v s=$((RUNTIME + 1)) \
+		'BEGIN {printf "%.1f", n ? t / hz * 1e6 / (n * s) : 0}')"
+}
+
+# cpu_ticks I: user and system clock ticks of server I so far.
+cpu_ticks() {
+	awk '{print $14 + $15}' "/proc/$(cat "$dir/pid$1")/stat"
+}
+
 # index NAME ENTRY...: the position of the entry whose first word is NAME.
 index() {
 	local name=$1 k=0 e
@@ -119,26 +139,28 @@ bench() {
 	done
 	for j in "${ab[@]}"; do
 		read -r a b name <<<"$j"
-		local ia ib ja raw="" ratios=()
+		local ia ib ja raw="" cpu="" ratios=()
 		ia=$(index "$a" "${servers[@]}")
 		ib=$(index "$b" "${servers[@]}")
 		ja=$(index "$name" "${jobs[@]}")
 		read -r -a job <<<"${jobs[$ja]}"
 		for r in $(seq "$AB_PAIRS"); do
-			local x y
+			local x y cx cy
 			if ((r % 2)); then
-				x=$(fio_iops "$ia" "${job[@]:1}")
-				y=$(fio_iops "$ib" "${job[@]:1}")
+				read -r x cx < <(ab_run "$ia" "${job[@]:1}")
+				read -r y cy < <(ab_run "$ib" "${job[@]:1}")
 			else
-				y=$(fio_iops "$ib" "${job[@]:1}")
-				x=$(fio_iops "$ia" "${job[@]:1}")
+				read -r y cy < <(ab_run "$ib" "${job[@]:1}")
+				read -r x cx < <(ab_run "$ia" "${job[@]:1}")
 			fi
 			raw+="${raw:+ }$x:$y"
+			cpu+="${cpu:+ }$cx:$cy"
 			ratios+=("$(awk -v x="$x" -v y="$y" 'BEGIN {printf "%.3f", y ? x / y : 0}')")
 		done
 		echo "$a/$b,${name}_ab,$(printf '%s\n' "${ratios[@]}" | sort -g |
 			awk '{v[NR] = $1} END {printf "%.3f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}')"
 		echo "$a/$b,${name}_ab_pairs,$raw"
+		echo "$a/$b,${name}_ab_cpu_us,$cpu"
 	done
 	for i in "${!servers[@]}"; do
 		kill "$(cat "$dir/pid$i")" 2>/dev/null || true
