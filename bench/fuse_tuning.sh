@@ -4,7 +4,9 @@
 # fio (two jobs, direct I/O) on the corpus, for zblk's default and one
 # change at a time, with "null" (FUSE alone), nbdkit's memory plugin with
 # allocator=zstd through nbdfuse, and the kernel's zram on the same jobs
-# for reference.  One run, side by side; compare rows.
+# for reference.  One run, side by side; compare rows.  Where the kernel
+# has FUSE over io_uring, the io_uring rows set its enable_uring parameter
+# for the run and put it back.
 #
 #   bench/fuse_tuning.sh ZBLK CORPUS
 set -euo pipefail
@@ -15,7 +17,10 @@ CORPUS=${2:?usage: fuse_tuning.sh ZBLK CORPUS}
 command -v fio >/dev/null || { echo "skip: no fio"; exit 77; }
 SIZE=$(stat -c %s "$CORPUS")
 MNT=$(mktemp -d /tmp/zblk-tune.XXXXXX)
-trap 'mountpoint -q "$MNT" && fusermount3 -u "$MNT"; rmdir "$MNT"' EXIT
+URING=/sys/module/fuse/parameters/enable_uring
+uring_old=$(cat $URING 2>/dev/null || true)
+trap 'mountpoint -q "$MNT" && fusermount3 -u "$MNT"; rmdir "$MNT"
+	[ -n "$uring_old" ] && echo "$uring_old" >$URING' EXIT
 
 gbs() { dd "$@" bs=1M 2>&1 | awk '/copied/ {printf "%.2f", $1 / $(NF-3) / 1e9}'; }
 fio_mbs() { # FILE RW -> MB/s
@@ -55,6 +60,13 @@ run "writeback cache" -o "$base,writeback"
 run "splice" -o "$base,splice"
 run "zstd (against nbdkit below)" -o "$base,algorithm=zstd"
 run "null: FUSE alone, no store" -o "$base,null"
+if [ -n "$uring_old" ] && "$ZBLK" -h 2>/dev/null | grep io_uring >/dev/null; then
+	echo Y >$URING
+	run "io_uring (FUSE over io_uring)" -o "$base,io_uring"
+	run "io_uring, page_cache" -o "$base,io_uring,page_cache"
+	run "null, io_uring" -o "$base,null,io_uring"
+	echo "$uring_old" >$URING
+fi
 if command -v nbdfuse >/dev/null && command -v nbdkit >/dev/null; then
 	nbdfuse "$MNT" --command nbdkit -s memory size="$SIZE" allocator=zstd >/dev/null 2>&1 &
 	for _ in $(seq 50); do [ -f "$MNT/nbd" ] && break; sleep 0.1; done

@@ -6,7 +6,8 @@
 # writes (fio, 2 jobs, psync, direct I/O: the FUSE round trip's cost), each
 # the best of 3,
 # plus zblk's "null" mode, which stores nothing, to show what FUSE itself
-# costs.
+# costs; where the kernel has FUSE over io_uring (enable_uring, set for the
+# run and put back), zblk and null again with -o io_uring.
 #
 #   bench/zram_vs_kernel.sh ZBLK CORPUS [ALGORITHM]
 #
@@ -22,11 +23,14 @@ SYS=/sys/block/zram0
 grep -qw "$ALG" $SYS/comp_algorithm || { echo "skip: kernel zram lacks $ALG"; exit 77; }
 SIZE=$(stat -c %s "$CORPUS")
 MNT=$(mktemp -d /tmp/zblk-bench.XXXXXX)
+URING=/sys/module/fuse/parameters/enable_uring
+uring_old=$(cat $URING 2>/dev/null || true)
 cleanup() {
 	set +e
 	mountpoint -q "$MNT" && fusermount3 -u "$MNT"
 	rmdir "$MNT"
 	echo 1 >$SYS/reset
+	[ -n "$uring_old" ] && echo "$uring_old" >$URING
 }
 trap cleanup EXIT
 
@@ -84,6 +88,14 @@ zblk_run() { # OPTIONS -> "write_secs read_secs randread randwrite mm_stat..."
 }
 read -r zw zr rr_z rw_z zmm <<<"$(zblk_run "disksize=$SIZE,algorithm=$ALG")"
 read -r nw nr rr_n rw_n _ <<<"$(zblk_run "disksize=$SIZE,null")"
+uring=
+if [ -n "$uring_old" ] && "$ZBLK" -h 2>/dev/null | grep io_uring >/dev/null; then
+	echo Y >$URING
+	read -r uw ur rr_u rw_u _ <<<"$(zblk_run "disksize=$SIZE,algorithm=$ALG,io_uring")"
+	read -r unw unr rr_un rw_un _ <<<"$(zblk_run "disksize=$SIZE,null,io_uring")"
+	echo "$uring_old" >$URING
+	uring=1
+fi
 
 gbs() { awk -v b="$SIZE" -v s="$1" 'BEGIN {printf "%.2f GB/s", b / s / 1e9}'; }
 field() { echo "$1" | awk -v n="$2" '{print $n}'; }
@@ -105,6 +117,18 @@ printf '%-28s %16s %16s %10.3f\n' "4k randwrite, 2 jobs" "$rw_k MB/s" "$rw_z MB/
 	"$(awk -v a="$rw_z" -v b="$rw_k" 'BEGIN {print b ? a / b : 0}')"
 printf '%-28s %16s %16s\n' "zblk null mode (FUSE only)" "write $(gbs "$nw")" "read $(gbs "$nr")"
 printf '%-28s %16s %16s\n' "" "4k rand $rr_n MB/s" "4k randw $rw_n MB/s"
+if [ -n "$uring" ]; then
+	printf '%-28s %16s %16s %10.3f\n' "write 1 MiB, io_uring" "" "$(gbs "$uw")" \
+		"$(awk -v a="$uw" -v b="$best_write_k" 'BEGIN {print b / a}')"
+	printf '%-28s %16s %16s %10.3f\n' "read 1 MiB, io_uring" "" "$(gbs "$ur")" \
+		"$(awk -v a="$ur" -v b="$best_read_k" 'BEGIN {print b / a}')"
+	printf '%-28s %16s %16s %10.3f\n' "4k randread, io_uring" "" "$rr_u MB/s" \
+		"$(awk -v a="$rr_u" -v b="$rr_k" 'BEGIN {print b ? a / b : 0}')"
+	printf '%-28s %16s %16s %10.3f\n' "4k randwrite, io_uring" "" "$rw_u MB/s" \
+		"$(awk -v a="$rw_u" -v b="$rw_k" 'BEGIN {print b ? a / b : 0}')"
+	printf '%-28s %16s %16s\n' "null mode, io_uring" "write $(gbs "$unw")" "read $(gbs "$unr")"
+	printf '%-28s %16s %16s\n' "" "4k rand $rr_un MB/s" "4k randw $rw_un MB/s"
+fi
 printf '\nkernel mm_stat: %s\nzblk   mm_stat: %s\n' "$kernel_mm" "$zmm"
 # Machine-readable copy for bench/run's plots.
 if [ -n "${CSV_OUT:-}" ]; then
@@ -126,5 +150,13 @@ if [ -n "${CSV_OUT:-}" ]; then
 		echo "zblk_randwrite_mbs,$rw_z"
 		echo "null_randwrite_mbs,$rw_n"
 		echo "pages,$((SIZE / 4096))"
+		if [ -n "$uring" ]; then
+			echo "uring_write_gbs,$(awk -v s="$SIZE" -v t="$uw" 'BEGIN {print s / t / 1e9}')"
+			echo "uring_read_gbs,$(awk -v s="$SIZE" -v t="$ur" 'BEGIN {print s / t / 1e9}')"
+			echo "uring_randread_mbs,$rr_u"
+			echo "uring_randwrite_mbs,$rw_u"
+			echo "uring_null_randread_mbs,$rr_un"
+			echo "uring_null_randwrite_mbs,$rw_un"
+		fi
 	} >"$CSV_OUT"
 fi

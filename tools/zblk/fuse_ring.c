@@ -28,6 +28,7 @@
 #include <fuse_lowlevel.h>
 #include <liburing.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -94,6 +95,7 @@ static struct {
 } rg = { .fd = -1 };
 
 static _Thread_local struct rthread *self;
+static _Thread_local struct ent *serving; /* the entry this thread serves */
 
 uint64_t zblk__ring_requests(void)
 {
@@ -227,7 +229,19 @@ static void serve(struct ent *e)
 	memset(&buf, 0, sizeof(buf));
 	buf.mem = start;
 	buf.size = ih->len;
+	serving = e;
 	fuse_session_process_buf(rg.se, &buf);
+	serving = NULL;
+}
+
+char *zblk__ring_reply_buf(size_t size)
+{
+	struct ent *e = serving;
+
+	/* The payload: READ's arguments sit before it, in the prefix. */
+	if (!e || size > e->payload_len || e->hdr.ring_ent_in_out.payload_sz)
+		return NULL;
+	return e->mem + PREFIX;
 }
 
 static void *ring_main(void *arg)
@@ -238,6 +252,20 @@ static void *ring_main(void *arg)
 	bool stop = false;
 
 	self = rt;
+	/*
+	 * A thread per queue runs on that queue's processor, where its callers
+	 * are: a request then needs no other processor woken.  Measured (CPU
+	 * time per 4 KiB request, fio and zblk together) as good for reads and
+	 * better for writes than leaving it to the scheduler; a processor this
+	 * process may not use just refuses, and the thread stays unpinned.
+	 */
+	if (rg.nthreads == rg.nqueues) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET((int)(rt - rg.threads), &set);
+		(void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	}
 	for (i = 0; i < rt->nents; i++)
 		rt->ents[i].live = prep_cmd(rt, &rt->ents[i], RING_CMD_REGISTER);
 	prep_poll(rt);
@@ -327,7 +355,9 @@ static ssize_t ring_reply(struct ent *e, const struct iovec *iov, int count)
 			used = 0;
 			break;
 		}
-		memcpy(payload + used, iov[i].iov_base, iov[i].iov_len);
+		/* Data made in place (zblk__ring_reply_buf()) stays there. */
+		if (iov[i].iov_base != payload + used)
+			memcpy(payload + used, iov[i].iov_base, iov[i].iov_len);
 		used += iov[i].iov_len;
 	}
 	oh->len = (uint32_t)(sizeof(*oh) + used);

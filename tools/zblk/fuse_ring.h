@@ -9,6 +9,7 @@
 #ifndef ZBLK_FUSE_RING_H
 #define ZBLK_FUSE_RING_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct fuse_session;
@@ -48,6 +49,22 @@ int zblk__ring_install(struct fuse_session *se);
  * ring was started.
  */
 void zblk__ring_stop(void);
+
+/**
+ * zblk__ring_reply_buf() - where to build a reply's data without a copy
+ * @size: bytes the reply's data (after its fuse_out_header) will take
+ *
+ * While a ring thread serves a request that brought no payload (a READ,
+ * say), its entry's payload buffer is free: data built there and replied
+ * with (fuse_reply_buf() and the like, from that buffer, in one piece) is
+ * committed without being copied.  Other threads may fill the buffer, but
+ * the reply must come before the request is done.
+ *
+ * Context: the thread libfuse called the operation on.
+ * Return: the buffer, or NULL when the calling thread is not serving such
+ * a ring request or @size does not fit (use a buffer of your own).
+ */
+char *zblk__ring_reply_buf(size_t size);
 
 /**
  * zblk__ring_requests() - requests served through the ring so far

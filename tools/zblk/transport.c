@@ -465,7 +465,12 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	buf = read_buf(size ? size : 1);
+	buf = NULL;
+#ifdef ZBLK_HAVE_URING
+	buf = zblk__ring_reply_buf(size); /* the reply's own place, when on the ring */
+#endif
+	if (!buf)
+		buf = read_buf(size ? size : 1);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
