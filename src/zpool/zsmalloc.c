@@ -683,68 +683,83 @@ static size_t evacuate_finish(struct zpool *pool, struct size_class *c, struct z
 	return freed;
 }
 
-size_t zpool__compact(struct zpool *pool)
-{
-	struct compact_pass p = { .pool = pool, .step = evacuate_one };
-	uint64_t held[(ZP_NR_CLASSES + 63) / 64] = { 0 };
-	size_t freed = 0;
-	unsigned int i;
+/*
+ * Classes one compaction step holds write-locked at once: all of them,
+ * except under ThreadSanitizer, whose deadlock detector aborts a thread
+ * holding over 64 locks (zspages of up to 64 pages leave over 100 distinct
+ * classes with work on real data).  There the step goes in batches, each
+ * its own pass over the handle table; the code is the same either way.
+ */
+#ifndef __has_feature
+#define __has_feature(x) 0
+#endif
+#if defined(__SANITIZE_THREAD__) || __has_feature(thread_sanitizer)
+#define COMPACT_BATCH 48u
+#else
+#define COMPACT_BATCH ZP_NR_CLASSES
+#endif
 
-	for (i = 0; i < pool->nr_distinct; i++) {
-		struct size_class *c = &pool->class_storage[i];
+/*
+ * One step (evacuation, or trimming when @trim) for the classes from
+ * @first on, at most COMPACT_BATCH of them with work: plan and lock, one
+ * pass, finish and unlock.  Adds the pages given back to *@freed; returns
+ * the class the next batch starts at.
+ */
+static unsigned int compact_batch(struct zpool *pool, bool trim, unsigned int first,
+				  size_t *freed)
+{
+	struct compact_pass p = { .pool = pool, .step = trim ? trim_one : evacuate_one };
+	uint64_t held[(ZP_NR_CLASSES + 63) / 64] = { 0 };
+	unsigned int i, end, n = 0;
+
+	for (end = first; end < pool->nr_distinct && n < COMPACT_BATCH; end++) {
+		struct size_class *c = &pool->class_storage[end];
+		bool work;
 
 		zpool__write_lock(c->lock);
-		c->compact_sources = evacuate_plan(c);
-		if (!c->compact_sources) {
+		if (trim)
+			work = trim_plan(pool, c);
+		else
+			work = (c->compact_sources = evacuate_plan(c)) != NULL;
+		if (!work) {
 			zpool__rw_unlock(c->lock);
 			continue;
 		}
-		bit_set(held, i);
+		bit_set(held, end);
+		n++;
+		/* A zspage may be marked with nothing to move, only pages to discard. */
 		p.pending += c->compact_pending;
-		bit_set(p.active, i);
+		if (c->compact_pending)
+			bit_set(p.active, end);
 	}
 	pass_run(&p);
 	/* Only our bitmap says which classes we hold: another compaction may be
 	 * planning the others. */
-	for (i = 0; i < pool->nr_distinct; i++) {
+	for (i = first; i < end; i++) {
 		struct size_class *c = &pool->class_storage[i];
 
 		if (!bit_test(held, i))
 			continue;
-		freed += evacuate_finish(pool, c, c->compact_sources);
+		if (trim)
+			*freed += trim_finish(pool, c);
+		else
+			*freed += evacuate_finish(pool, c, c->compact_sources);
 		c->compact_sources = NULL;
 		c->compact_pending = 0;
 		zpool__rw_unlock(c->lock);
 	}
+	return end;
+}
 
-	memset(held, 0, sizeof(held));
-	memset(p.active, 0, sizeof(p.active));
-	p.pending = 0;
-	p.step = trim_one;
-	for (i = 0; i < pool->nr_distinct; i++) {
-		struct size_class *c = &pool->class_storage[i];
+size_t zpool__compact(struct zpool *pool)
+{
+	size_t freed = 0;
+	unsigned int i;
 
-		zpool__write_lock(c->lock);
-		if (!trim_plan(pool, c)) {
-			zpool__rw_unlock(c->lock);
-			continue;
-		}
-		bit_set(held, i);
-		/* A zspage may be marked with nothing to move, only pages to discard. */
-		p.pending += c->compact_pending;
-		if (c->compact_pending)
-			bit_set(p.active, i);
-	}
-	pass_run(&p);
-	for (i = 0; i < pool->nr_distinct; i++) {
-		struct size_class *c = &pool->class_storage[i];
-
-		if (!bit_test(held, i))
-			continue;
-		freed += trim_finish(pool, c);
-		c->compact_pending = 0;
-		zpool__rw_unlock(c->lock);
-	}
+	for (i = 0; i < pool->nr_distinct;)
+		i = compact_batch(pool, false, i, &freed);
+	for (i = 0; i < pool->nr_distinct;)
+		i = compact_batch(pool, true, i, &freed);
 	atomic_fetch_add(&pool->pages_compacted, freed);
 	return freed;
 }
