@@ -3,13 +3,20 @@
  * One point of bench/uring_vs_fio.sh: I/O through bios on the io_uring disk
  * (or the synchronous file disk) over FILE opened O_DIRECT, for SECONDS.
  *
- *   bench_uring FILE randread|randwrite|read|write BS QD SECONDS [uring|file]
+ *   bench_uring FILE randread|randwrite|read|write BS QD SECONDS [MODE]
  *
  * Prints "IOPS,MB/s".  On the io_uring disk, QD bios are kept in flight the
  * way fio's io_uring engine keeps its depth: each bi_end_io (on the
  * completion thread) submits the next I/O, so one thread reaps and submits.
  * The file disk completes inside submit_bio(), so one thread gets queue
- * depth 1 from it whatever QD says; that is what a storage engine gets.
+ * depth 1 from it; "file" runs that one thread whatever QD says (what a
+ * storage engine gets from one thread), "fileN" runs QD threads, each
+ * submitting its own bios one after another (depth QD through QD threads).
+ * On the io_uring disk, MODE "uring" (the default) is the above, "fixed" the
+ * same with the QD buffers registered (bvec_uring_disk_register_buffers(),
+ * so each bio goes as READ_FIXED/WRITE_FIXED), and "wait" and "poll" run QD
+ * threads that each loop on submit_bio_wait(), the "poll" ones with
+ * REQ_POLLED so that each thread reaps its own completion.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -37,10 +44,11 @@ struct bench {
 	bool random;
 	unsigned int bs;
 	uint64_t blocks;	/* bs-sized blocks in the file */
-	uint64_t next_seq;	/* sequential: next block; completion thread only */
+	_Atomic uint64_t next_seq; /* sequential: next block */
 	bool sync;		/* the file disk: completes inside submit_bio() */
+	blk_opf_t wait_flags;	/* "wait"/"poll": submit_bio_wait() with these */
 	_Atomic bool stop;
-	unsigned long done;	/* completion thread only, then read after drain */
+	_Atomic unsigned long done;
 	unsigned int busy;
 	int error;
 	pthread_mutex_t lock;
@@ -50,7 +58,7 @@ struct bench {
 static uint64_t next_block(struct bench *b, struct unit *u)
 {
 	if (!b->random)
-		return b->next_seq++ % b->blocks;
+		return atomic_fetch_add_explicit(&b->next_seq, 1, memory_order_relaxed) % b->blocks;
 	u->rng ^= u->rng >> 12;
 	u->rng ^= u->rng << 25;
 	u->rng ^= u->rng >> 27;
@@ -79,7 +87,7 @@ static void end_io(struct bio *bio)
 	if (bio->bi_status)
 		b->error = blk_status_to_errno(bio->bi_status);
 	bio_put(bio);
-	b->done++;
+	atomic_fetch_add_explicit(&b->done, 1, memory_order_relaxed);
 	if (b->sync)
 		return;
 	if (!atomic_load(&b->stop) && !b->error) {
@@ -100,9 +108,47 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* One thread of "wait" and "poll": one bio at a time, waited for. */
+static void wait_one(struct unit *u)
+{
+	struct bench *b = u->b;
+	struct bio *bio = bio_alloc(b->disk->part0, 1, b->op | b->wait_flags, GFP_KERNEL);
+	int ret;
+
+	bio_add_virt(bio, u->buf, b->bs);
+	bio->bi_iter.bi_sector = next_block(b, u) * (b->bs >> 9);
+	ret = submit_bio_wait(bio);
+	if (ret)
+		b->error = ret;
+	bio_put(bio);
+	atomic_fetch_add_explicit(&b->done, 1, memory_order_relaxed);
+}
+
+struct sync_arg {
+	struct unit *u;
+	double t0, secs;
+};
+
+/* One thread of the file disk: each submit_bio() completes before it returns. */
+static void *sync_thread(void *p)
+{
+	struct sync_arg *a = p;
+	struct bench *b = a->u->b;
+	unsigned int i;
+
+	while (now() - a->t0 < a->secs && !b->error)
+		for (i = 0; i < 16; i++) {
+			if (b->sync)
+				submit(a->u);
+			else
+				wait_one(a->u);
+		}
+	return NULL;
+}
+
 static void usage(void)
 {
-	fprintf(stderr, "usage: bench_uring FILE randread|randwrite|read|write BS QD SECONDS [uring|file]\n");
+	fprintf(stderr, "usage: bench_uring FILE randread|randwrite|read|write BS QD SECONDS [uring|file|fileN]\n");
 	exit(2);
 }
 
@@ -111,9 +157,11 @@ int main(int argc, char **argv)
 	struct bench b = { .busy = 0 };
 	struct queue_limits lim = { .logical_block_size = 512 };
 	struct unit *units;
-	unsigned int qd, i;
+	unsigned int qd, i, threads = 1;
 	double secs, t0, t;
 	bool sync_disk;
+	const char *mode = argc == 7 ? argv[6] : "uring";
+	bool threaded;
 	struct stat st;
 	int fd;
 
@@ -129,7 +177,12 @@ int main(int argc, char **argv)
 	b.bs = (unsigned int)strtoul(argv[3], NULL, 0);
 	qd = (unsigned int)strtoul(argv[4], NULL, 0);
 	secs = strtod(argv[5], NULL);
-	sync_disk = b.sync = argc == 7 && !strcmp(argv[6], "file");
+	sync_disk = b.sync = !strcmp(mode, "file") || !strcmp(mode, "fileN");
+	threaded = sync_disk || !strcmp(mode, "wait") || !strcmp(mode, "poll");
+	if (!threaded && strcmp(mode, "uring") && strcmp(mode, "fixed"))
+		usage();
+	if (!strcmp(mode, "poll"))
+		b.wait_flags = REQ_POLLED;
 	if (!b.bs || b.bs % 4096 || !qd || qd > 4096 || secs <= 0)
 		usage();
 	fd = open(argv[1], (b.op == REQ_OP_READ ? O_RDONLY : O_RDWR) | O_DIRECT);
@@ -157,12 +210,35 @@ int main(int argc, char **argv)
 			return 1;
 		memset(units[i].buf, (int)i, b.bs);
 	}
+	if (!strcmp(mode, "fixed")) {
+		struct iovec *iov = calloc(qd, sizeof(*iov));
+		int ret;
+
+		for (i = 0; i < qd; i++)
+			iov[i] = (struct iovec){ units[i].buf, b.bs };
+		ret = bvec_uring_disk_register_buffers(b.disk, iov, qd);
+		free(iov);
+		if (ret) {
+			fprintf(stderr, "bench_uring: register buffers: %s\n", strerror(-ret));
+			return 1;
+		}
+	}
 	t0 = now();
-	if (sync_disk) {
-		/* Each submit_bio() completes before it returns. */
-		while (now() - t0 < secs && !b.error)
-			for (i = 0; i < 16; i++)
-				submit(&units[0]);
+	if (threaded) {
+		struct sync_arg *args = calloc(qd, sizeof(*args));
+		pthread_t *th = calloc(qd, sizeof(*th));
+
+		if (strcmp(mode, "file"))
+			threads = qd;
+		for (i = 0; i < threads; i++) {
+			args[i] = (struct sync_arg){ .u = &units[i], .t0 = t0, .secs = secs };
+			if (pthread_create(&th[i], NULL, sync_thread, &args[i]))
+				return 1;
+		}
+		for (i = 0; i < threads; i++)
+			pthread_join(th[i], NULL);
+		free(args);
+		free(th);
 	} else {
 		b.busy = qd;
 		for (i = 0; i < qd; i++)
@@ -172,7 +248,7 @@ int main(int argc, char **argv)
 	}
 	atomic_store(&b.stop, true);
 	pthread_mutex_lock(&b.lock);
-	while (!sync_disk && b.busy)
+	while (!threaded && b.busy)
 		pthread_cond_wait(&b.idle, &b.lock);
 	pthread_mutex_unlock(&b.lock);
 	t = now() - t0;
@@ -182,7 +258,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_uring: I/O error: %s\n", strerror(-b.error));
 		return 1;
 	}
-	printf("%.0f,%.1f\n", (double)b.done / t, (double)b.done * b.bs / t / 1e6);
+	printf("%.0f,%.1f\n", (double)atomic_load(&b.done) / t,
+	       (double)atomic_load(&b.done) * b.bs / t / 1e6);
 	for (i = 0; i < qd; i++)
 		free(units[i].buf);
 	free(units);
