@@ -668,7 +668,8 @@ BVEC_API struct gendisk *bvec_file_disk_create(int fd, const struct queue_limits
  * until a completion arrives, unless BLK_POLL_ONESHOT.  One thread polls at
  * a time.  Polled bios never use registered buffers; one submitted from a
  * bi_end_io of this disk completes the ordinary way (REQ_POLLED cleared).
- * A polled bio nobody polls is reaped by put_disk().
+ * A polled bio nobody polls is reaped by put_disk(), which must not be called
+ * from a polled bio's bi_end_io (it would wait for that very bio).
  *
  * put_disk() first waits for every bio in flight to complete.  Called from
  * a bi_end_io of this disk, it cannot wait: the completion thread then
