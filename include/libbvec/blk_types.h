@@ -90,6 +90,13 @@ enum req_op {
 #define REQ_RAHEAD (1u << 19)
 #define REQ_BACKGROUND (1u << 20)
 #define REQ_NOWAIT (1u << 21)
+/*
+ * The submitter reaps the completion itself with bio_poll() (set by io_uring's
+ * IOPOLL and by preadv2(RWF_HIPRI) in Linux).  The block layer clears it on a
+ * device without BLK_FEAT_POLL and on a bio it splits; such a bio completes
+ * the ordinary way.
+ */
+#define REQ_POLLED (1u << 22)
 
 /* Block status codes (kernel values) */
 #define BLK_STS_OK ((blk_status_t)0)

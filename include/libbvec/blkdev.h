@@ -38,14 +38,6 @@ typedef unsigned int blk_features_t;
 /* The driver completes REQ_POLLED bios from its poll_bio operation. */
 #define BLK_FEAT_POLL ((blk_features_t)1u << 2)
 
-/*
- * A bio whose submitter reaps its completion itself with bio_poll() (Linux's
- * REQ_POLLED, set by io_uring's IOPOLL and by preadv2(RWF_HIPRI)).  The
- * block layer clears it on a device without BLK_FEAT_POLL and on a bio it
- * splits; such a bio completes the ordinary way.
- */
-#define REQ_POLLED (1u << 22)
-
 /* bio_poll() flags: look once, do not wait for a completion. */
 #define BLK_POLL_ONESHOT (1u << 0)
 
