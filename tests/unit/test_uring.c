@@ -617,23 +617,30 @@ static void *submitter(void *p)
 	return NULL;
 }
 
-START_TEST(test_threads_submit_at_once)
+/* Runs @first on thread 0 and @rest on the others, over one disk; all must see good data. */
+static void run_threads(struct gendisk *disk, void *(*first)(void *), void *(*rest)(void *))
 {
-	int fd = temp_file(THREADS * REGION, -1);
-	struct gendisk *disk = bvec_uring_disk_create(fd, NULL, 8);
 	struct thread_arg a[THREADS];
 	pthread_t th[THREADS];
 	unsigned int i;
 
-	ck_assert_ptr_nonnull(disk);
 	for (i = 0; i < THREADS; i++) {
 		a[i] = (struct thread_arg){ .disk = disk, .id = i };
-		ck_assert_int_eq(pthread_create(&th[i], NULL, submitter, &a[i]), 0);
+		ck_assert_int_eq(pthread_create(&th[i], NULL, i ? rest : first, &a[i]), 0);
 	}
 	for (i = 0; i < THREADS; i++) {
 		pthread_join(th[i], NULL);
 		ck_assert_uint_eq(a[i].bad, 0);
 	}
+}
+
+START_TEST(test_threads_submit_at_once)
+{
+	int fd = temp_file(THREADS * REGION, -1);
+	struct gendisk *disk = bvec_uring_disk_create(fd, NULL, 8);
+
+	ck_assert_ptr_nonnull(disk);
+	run_threads(disk, submitter, submitter);
 	put_disk(disk);
 	close(fd);
 }
@@ -999,19 +1006,9 @@ START_TEST(test_threads_poll_at_once)
 {
 	int fd = temp_file(THREADS * REGION, -1);
 	struct gendisk *disk = bvec_uring_disk_create(fd, NULL, 4);
-	struct thread_arg a[THREADS];
-	pthread_t th[THREADS];
-	unsigned int i;
 
 	ck_assert_ptr_nonnull(disk);
-	for (i = 0; i < THREADS; i++) {
-		a[i] = (struct thread_arg){ .disk = disk, .id = i };
-		ck_assert_int_eq(pthread_create(&th[i], NULL, i ? polled_waiter : submitter, &a[i]), 0);
-	}
-	for (i = 0; i < THREADS; i++) {
-		pthread_join(th[i], NULL);
-		ck_assert_uint_eq(a[i].bad, 0);
-	}
+	run_threads(disk, submitter, polled_waiter);
 	ck_assert_uint_ge(stats_of(disk).polled, (THREADS - 1) * test_scale(100));
 	put_disk(disk);
 	close(fd);
