@@ -426,6 +426,35 @@ static void *put_thread(void *disk)
 	return NULL;
 }
 
+/* Until the first bio's bi_end_io holds the completion thread. */
+static void gate_wait_entered(void)
+{
+	pthread_mutex_lock(&gate.lock);
+	while (!gate.entered)
+		pthread_cond_wait(&gate.cond, &gate.lock);
+	pthread_mutex_unlock(&gate.lock);
+}
+
+/*
+ * Runs @fn(@disk) on a thread that must still be waiting 100 ms later (the
+ * gated bio is in flight), then opens the gate and joins it.
+ */
+static void *gate_run_blocked(void *(*fn)(void *), struct gendisk *disk)
+{
+	pthread_t th;
+	void *ret;
+
+	ck_assert_int_eq(pthread_create(&th, NULL, fn, disk), 0);
+	usleep(100000);
+	pthread_mutex_lock(&gate.lock);
+	ck_assert(!gate.put_returned);
+	gate.open = true;
+	pthread_cond_broadcast(&gate.cond);
+	pthread_mutex_unlock(&gate.lock);
+	pthread_join(th, &ret);
+	return ret;
+}
+
 START_TEST(test_put_disk_in_flight)
 {
 	const unsigned int n = 16;
@@ -435,7 +464,6 @@ START_TEST(test_put_disk_in_flight)
 	struct gendisk *disk = bvec_uring_disk_create(fd, NULL, n);
 	struct bio *bio;
 	struct waiter w;
-	pthread_t th;
 	unsigned int i;
 
 	ck_assert_ptr_nonnull(disk);
@@ -448,19 +476,9 @@ START_TEST(test_put_disk_in_flight)
 		if (!i)
 			bio->bi_end_io = gated_end;
 		submit_bio(bio);
-		pthread_mutex_lock(&gate.lock);
-		while (!gate.entered)
-			pthread_cond_wait(&gate.cond, &gate.lock);
-		pthread_mutex_unlock(&gate.lock);
+		gate_wait_entered();
 	}
-	ck_assert_int_eq(pthread_create(&th, NULL, put_thread, disk), 0);
-	usleep(100000);
-	pthread_mutex_lock(&gate.lock);
-	ck_assert(!gate.put_returned);
-	gate.open = true;
-	pthread_cond_broadcast(&gate.cond);
-	pthread_mutex_unlock(&gate.lock);
-	pthread_join(th, NULL);
+	gate_run_blocked(put_thread, disk);
 	pthread_mutex_lock(&w.lock);
 	ck_assert_uint_eq(w.done, n);
 	pthread_mutex_unlock(&w.lock);
@@ -822,7 +840,6 @@ START_TEST(test_unregister_waits)
 	struct tio t[16];
 	struct waiter w;
 	struct bio *bio;
-	pthread_t th;
 	void *ret;
 	unsigned int i;
 
@@ -840,20 +857,10 @@ START_TEST(test_unregister_waits)
 		bio->bi_private = &t[i];
 		bio->bi_end_io = i ? tio_end : gated_end;
 		submit_bio(bio);
-		pthread_mutex_lock(&gate.lock);
-		while (!gate.entered)
-			pthread_cond_wait(&gate.cond, &gate.lock);
-		pthread_mutex_unlock(&gate.lock);
+		gate_wait_entered();
 	}
 	ck_assert_uint_eq(stats_of(disk).fixed, n);
-	ck_assert_int_eq(pthread_create(&th, NULL, unregister_thread, disk), 0);
-	usleep(100000);
-	pthread_mutex_lock(&gate.lock);
-	ck_assert(!gate.put_returned);
-	gate.open = true;
-	pthread_cond_broadcast(&gate.cond);
-	pthread_mutex_unlock(&gate.lock);
-	pthread_join(th, &ret);
+	ret = gate_run_blocked(unregister_thread, disk);
 	ck_assert_int_eq((int)(intptr_t)ret, 0);
 	ck_assert_uint_eq(stats_of(disk).fixed_in_flight, 0);
 	waiter_wait(&w, n);
