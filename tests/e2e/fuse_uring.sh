@@ -16,6 +16,10 @@ DIR=$(dirname "$0")
 LOG=$WORK/log
 CORPUS=$WORK/corpus
 old=$(cat "$PARAM")
+# A read-only /sys (some containers) or io_uring switched off for everyone.
+echo "$old" 2>/dev/null >"$PARAM" || skip "cannot set $PARAM"
+[ "$(cat /proc/sys/kernel/io_uring_disabled 2>/dev/null || echo 0)" = 0 ] ||
+	skip "io_uring is disabled (kernel.io_uring_disabled)"
 trap 'st=$?; echo "$old" >"$PARAM"; (exit $st); cleanup' EXIT
 
 start() { # OPTIONS: zblk in the foreground, its messages in $LOG
