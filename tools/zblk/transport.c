@@ -28,7 +28,9 @@
 #include <errno.h>
 #include <fuse.h>
 #include <fuse_lowlevel.h>
+#include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -654,7 +656,9 @@ static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *opts)
 		return -1;
 	fuse_loop_cfg_set_clone_fd(cfg, (unsigned int)opts->clone_fd);
 	fuse_loop_cfg_set_idle_threads(cfg, opts->max_idle_threads);
-	fuse_loop_cfg_set_max_threads(cfg, opts->max_threads);
+	/* Unset (-o max_threads not given) it is UINT_MAX, which libfuse warns of. */
+	if (opts->max_threads != UINT_MAX)
+		fuse_loop_cfg_set_max_threads(cfg, opts->max_threads);
 	ret = fuse_session_loop_mt(se, cfg);
 	fuse_loop_cfg_destroy(cfg);
 	return ret;
@@ -706,8 +710,12 @@ int zblk__serve(struct fuse_args *args, const struct fuse_operations *ops, const
 	/* After fuse_daemonize: threads do not survive its fork. */
 	if (fuse_daemonize(opts.foreground) == 0) {
 		start_helpers();
-		if (serve(se, &opts) == 0)
-			ret = 0;
+		ret = serve(se, &opts);
+		/*
+		 * libfuse's loop returns the signal that ended it.  A stop asked
+		 * for with one of the signals its handlers catch is a clean exit.
+		 */
+		ret = ret == 0 || ret == SIGTERM || ret == SIGINT || ret == SIGHUP ? 0 : 1;
 	}
 	fuse_session_unmount(se);
 #ifdef ZBLK_HAVE_URING
