@@ -97,19 +97,23 @@ dd if="$WORK/data" of="$MNT/disk" bs=$((2 * max)) oflag=direct conv=notrunc stat
 cmp -n $((2 * max)) "$WORK/data" "$MNT/disk" || fail "max_write=$max: data differ"
 fusermount3 -u "$MNT"
 
-# A stop asked for with SIGTERM or SIGHUP unmounts and exits 0, as service
-# managers expect of a daemon; it used to exit 1.  (SIGINT is the same in
-# zblk, but a background job of a script starts with it ignored.)
-for sig in TERM HUP; do
-	"$ZBLK" -f -o "disksize=4M" "$MNT" 2>"$WORK/err" &
-	pid=$!
-	for _ in $(seq 100); do [ -f "$MNT/disk" ] && break; sleep 0.1; done
-	[ -f "$MNT/disk" ] || fail "zblk did not start: $(cat "$WORK/err")"
-	kill -"$sig" "$pid"
-	rc=0
-	wait "$pid" || rc=$?
-	[ "$rc" = 0 ] || fail "SIG$sig: zblk exited $rc: $(cat "$WORK/err")"
-	! grep -q " $MNT fuse" /proc/mounts || fail "SIG$sig: $MNT still mounted"
-	echo "SIG$sig: unmounted, exit 0"
-done
+# A stop asked for with SIGTERM unmounts and exits 0, as service managers
+# expect of a daemon; it used to exit 1.  (SIGINT and SIGHUP are the same
+# in zblk, but a test cannot count on them: a script's background job starts
+# with SIGINT ignored, and under nohup SIGHUP is too, so libfuse leaves them.)
+"$ZBLK" -f -o "disksize=4M" "$MNT" 2>"$WORK/err" &
+pid=$!
+for _ in $(seq 100); do [ -f "$MNT/disk" ] && break; sleep 0.1; done
+[ -f "$MNT/disk" ] || fail "zblk did not start: $(cat "$WORK/err")"
+kill -TERM "$pid"
+for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$pid" 2>/dev/null; then
+	kill -9 "$pid"
+	fail "zblk still running 10 s after SIGTERM"
+fi
+rc=0
+wait "$pid" || rc=$?
+[ "$rc" = 0 ] || fail "SIGTERM: zblk exited $rc: $(cat "$WORK/err")"
+! grep -q " $MNT fuse" /proc/mounts || fail "SIGTERM: $MNT still mounted"
+echo "SIGTERM: unmounted, exit 0"
 echo "PASS"
