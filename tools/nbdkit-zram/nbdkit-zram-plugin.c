@@ -430,16 +430,17 @@ static void stats_text(char *buf, size_t len)
 /*
  * A reader sees the old file or the new one, never half of one: the text
  * goes to FILE.tmp, which is then renamed over FILE.  Unchanged statistics
- * are not rewritten.  Called with stats_lock held.
+ * are not rewritten, except at exit (@always): the file is then written
+ * whatever became of it meanwhile.  Called with stats_lock held.
  */
-static void stats_write(void)
+static void stats_write(bool always)
 {
 	char text[sizeof(zp.stats_last)], *tmp;
 	size_t n;
 	FILE *f;
 
 	stats_text(text, sizeof(text));
-	if (!strcmp(text, zp.stats_last))
+	if (!always && !strcmp(text, zp.stats_last))
 		return;
 	n = strlen(zp.stats_path) + 5;
 	tmp = malloc(n);
@@ -505,7 +506,7 @@ static void *stats_main(void *arg)
 			next_wb.tv_sec += zp.idle_secs;
 		}
 		if (zp.stats_path)
-			stats_write();
+			stats_write(false);
 		clock_gettime(CLOCK_REALTIME, &t);
 		t.tv_sec += 1;
 		pthread_cond_timedwait(&zp.stats_wake, &zp.stats_lock, &t);
@@ -553,7 +554,7 @@ static void on_unload(void)
 	on_cleanup();
 	if (zp.stats_path && zp.top) {
 		pthread_mutex_lock(&zp.stats_lock);
-		stats_write();
+		stats_write(true);
 		pthread_mutex_unlock(&zp.stats_lock);
 	}
 	put_disk(zp.stripe); /* before the zram devices under it */
