@@ -213,6 +213,29 @@ static bool needs_postflush(const struct bio *bio)
 }
 
 /*
+ * The data SQE of a READ or WRITE: one range inside a registered buffer
+ * goes fixed (not for polled bios, whose ring has no buffers), the rest
+ * vectored.  Returns the buffer's index, or -1.
+ */
+static int prep_data(struct uring_disk *ud, struct uring_slot *slot, struct io_uring_sqe *sqe,
+		     off_t off, bool write)
+{
+	/* fill_iov() first: it may move slot->iov to a larger array. */
+	unsigned int nr = (unsigned int)fill_iov(ud, slot);
+	int idx = nr == 1 && !slot->polled ? find_buf(ud, &slot->iov[0]) : -1;
+
+	if (idx < 0) {
+		io_uring_prep_rw(write ? IORING_OP_WRITEV : IORING_OP_READV, sqe, ud->fd,
+				 slot->iov, nr, (__u64)off);
+		return -1;
+	}
+	io_uring_prep_rw(write ? IORING_OP_WRITE_FIXED : IORING_OP_READ_FIXED, sqe, ud->fd,
+			 slot->iov[0].iov_base, (unsigned int)slot->iov[0].iov_len, (__u64)off);
+	sqe->buf_index = (__u16)idx;
+	return idx;
+}
+
+/*
  * Prepare the SQE of the slot's current step, moving past steps with
  * nothing to do.  Returns false when the bio is finished.  Lock held.
  */
@@ -221,7 +244,6 @@ static bool issue(struct uring_disk *ud, struct uring_slot *slot)
 	struct io_uring *ring = slot->polled ? &ud->pring : &ud->ring;
 	struct bio *bio = slot->bio;
 	struct io_uring_sqe *sqe;
-	unsigned int nr;
 	int idx = -1;
 	off_t off;
 	int mode;
@@ -253,23 +275,8 @@ static bool issue(struct uring_disk *ud, struct uring_slot *slot)
 	off = (off_t)slot->pos;
 	switch (bio_op(bio)) {
 	case REQ_OP_READ:
-		/* fill_iov() first: it may move slot->iov to a larger array. */
-		nr = (unsigned int)fill_iov(ud, slot);
-		idx = nr == 1 && !slot->polled ? find_buf(ud, &slot->iov[0]) : -1;
-		if (idx >= 0)
-			io_uring_prep_read_fixed(sqe, ud->fd, slot->iov[0].iov_base,
-						 (unsigned int)slot->iov[0].iov_len, (__u64)off, idx);
-		else
-			io_uring_prep_readv(sqe, ud->fd, slot->iov, nr, (__u64)off);
-		break;
 	case REQ_OP_WRITE:
-		nr = (unsigned int)fill_iov(ud, slot);
-		idx = nr == 1 && !slot->polled ? find_buf(ud, &slot->iov[0]) : -1;
-		if (idx >= 0)
-			io_uring_prep_write_fixed(sqe, ud->fd, slot->iov[0].iov_base,
-						  (unsigned int)slot->iov[0].iov_len, (__u64)off, idx);
-		else
-			io_uring_prep_writev(sqe, ud->fd, slot->iov, nr, (__u64)off);
+		idx = prep_data(ud, slot, sqe, off, bio_op(bio) == REQ_OP_WRITE);
 		/* WRITE_FIXED takes rw_flags the same way writev2 does. */
 		if (bio->bi_opf & REQ_FUA)
 			sqe->rw_flags = RWF_DSYNC;
