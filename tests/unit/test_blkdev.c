@@ -180,16 +180,23 @@ static void record(struct bio *bio)
 
 static const struct block_device_operations record_ops = { .submit_bio = record };
 
-static struct gendisk *recording_disk(const struct queue_limits *lim, struct seen *s)
+/* A 64-sector test disk of @ops over @priv, which is zeroed. */
+static struct gendisk *test_disk(const struct queue_limits *lim,
+				 const struct block_device_operations *ops, void *priv, size_t size)
 {
 	struct gendisk *disk = blk_alloc_disk(lim, -1);
 
 	ck_assert_ptr_nonnull(disk);
-	disk->fops = &record_ops;
-	disk->private_data = s;
+	disk->fops = ops;
+	disk->private_data = priv;
 	set_capacity(disk, 64);
-	memset(s, 0, sizeof(*s));
+	memset(priv, 0, size);
 	return disk;
+}
+
+static struct gendisk *recording_disk(const struct queue_limits *lim, struct seen *s)
+{
+	return test_disk(lim, &record_ops, s, sizeof(*s));
 }
 
 /* Submit a bio of @opf over @len bytes of @buf (NULL: no memory) at @sector. */
@@ -260,13 +267,8 @@ static const struct block_device_operations poll_ops = {
 
 static struct gendisk *polling_disk(const struct queue_limits *lim, struct poller *p)
 {
-	struct gendisk *disk = blk_alloc_disk(lim, -1);
+	struct gendisk *disk = test_disk(lim, &poll_ops, p, sizeof(*p));
 
-	ck_assert_ptr_nonnull(disk);
-	disk->fops = &poll_ops;
-	disk->private_data = p;
-	set_capacity(disk, 64);
-	memset(p, 0, sizeof(*p));
 	bio_list_init(&p->held);
 	return disk;
 }
