@@ -175,6 +175,7 @@ struct zspage {
 	uint8_t pages_touched;
 	uint32_t huge_csum;	    /* checksum of the one object of a huge zspage */
 	uint8_t compacting;	    /* ZP_EVACUATE or ZP_TRIM during compaction */
+	_Atomic(uint8_t) writers;   /* stores copying into a slot, lock dropped */
 	uint16_t trim_target;	    /* ZP_TRIM: slots that will remain */
 };
 

@@ -370,6 +370,7 @@ static int store_with(struct zpool *pool, struct zpool__codec *codec, const void
 	unsigned char *dst;
 	unsigned int slot;
 	uint64_t limit;
+	bool unlocked;
 	uint32_t h;
 	int n;
 
@@ -418,10 +419,25 @@ static int store_with(struct zpool *pool, struct zpool__codec *codec, const void
 		zpool__obj_free(pool, c, zsp, slot);
 		goto nomem;
 	}
-	if (hdr) {
-		dst[0] = (unsigned char)codec->id;
+	if (hdr)
 		atomic_fetch_add_explicit(&codec->refs, 1, memory_order_relaxed);
+	/*
+	 * The copy, and the first-touch page fault it often takes, happen
+	 * with the class lock dropped, as zsmalloc writes an object outside
+	 * its class lock: held across them, the lock made every other store
+	 * and load of the class wait out a fault.  The slot is ours and no
+	 * handle names it yet; what could touch it is compaction, which
+	 * leaves a zspage with writers alone.  The handle is published
+	 * before the writer count drops, so compaction never plans around
+	 * an object it cannot find.  A full count keeps the lock instead.
+	 */
+	unlocked = atomic_load_explicit(&zsp->writers, memory_order_relaxed) < UINT8_MAX;
+	if (unlocked) {
+		atomic_fetch_add_explicit(&zsp->writers, 1, memory_order_relaxed);
+		zpool__rw_unlock(c->lock);
 	}
+	if (hdr)
+		dst[0] = (unsigned char)codec->id;
 	memcpy(dst + hdr, data, len - hdr);
 	if (extra) {
 		uint32_t sum = checksum(dst, len);
@@ -435,7 +451,10 @@ static int store_with(struct zpool *pool, struct zpool__codec *codec, const void
 			      zp_entry_obj(c->index, slot,
 					   (unsigned int)len | (hdr ? ZP_LEN_CODEC : 0), zsp->id),
 			      memory_order_release);
-	zpool__rw_unlock(c->lock);
+	if (unlocked)
+		atomic_fetch_sub_explicit(&zsp->writers, 1, memory_order_release);
+	else
+		zpool__rw_unlock(c->lock);
 
 	atomic_fetch_add(&pool->orig_pages, 1);
 	atomic_fetch_add(&pool->compr_bytes, len);

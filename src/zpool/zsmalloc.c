@@ -551,6 +551,17 @@ static enum step evacuate_one(struct zpool *pool, struct size_class *c,
 }
 
 /*
+ * A store is copying into @z with the class lock dropped (zpool.c): its
+ * object has no handle yet, so a pass could neither move it nor see it,
+ * and would trim its page away or wait for it to leave.  Compaction leaves
+ * such a zspage for the next run.
+ */
+static bool being_written(struct zspage *z)
+{
+	return atomic_load_explicit(&z->writers, memory_order_acquire) != 0;
+}
+
+/*
  * Whether packing @z's objects into its lowest slots would free a page;
  * if so, keep on its free list only the holes those objects will fill
  * (the slots below the object count), mark it for trimming, and add the
@@ -611,7 +622,8 @@ static bool trim_plan(struct zpool *pool, struct size_class *c)
 		return false;
 	for (g = 1; g < ZP_FULLNESS_GROUPS - 1; g++)
 		for (z = c->fullness[g]; z; z = z->next)
-			any |= trim_mark(c, z, &c->compact_pending);
+			if (!being_written(z))
+				any |= trim_mark(c, z, &c->compact_pending);
 	return any;
 }
 
@@ -649,6 +661,8 @@ static struct zspage *evacuate_plan(struct size_class *c)
 			uint64_t own_free = c->objs_per_zspage - z->inuse;
 
 			next = z->next;
+			if (being_written(z))
+				continue;
 			/* Room elsewhere must hold this zspage's objects. */
 			if (free_slots < own_free + z->inuse)
 				return sources;
