@@ -191,10 +191,11 @@ void *zpool__thread_ctx(void *(*create)(void), void (*dtor)(void *))
 
 /*
  * mmap source.  Chunks of 2 MiB are mapped once and carved into runs of 1
- * to 16 pages; freed runs are discarded (MADV_DONTNEED) and kept for reuse
- * by length.  Untouched pages of a chunk are not resident, which is what
- * lets the pool count only the pages it has written.  Huge pages are
- * refused so that residency stays page-granular.
+ * to ZP_MAX_CHAIN pages, a zspage each; freed runs are discarded
+ * (MADV_DONTNEED) and kept for reuse by length.  Untouched pages of a
+ * chunk are not resident, which is what lets the pool count only the pages
+ * it has written.  Huge pages are refused so that residency stays
+ * page-granular.
  *
  * The free runs are remembered in arrays off to the side, never in the
  * runs themselves: a link written into a discarded run would fault its
