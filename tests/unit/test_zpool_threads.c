@@ -8,6 +8,7 @@
 
 #include <libbvec/zpool.h>
 
+#include "../../src/zpool/internal.h" /* codec slots, zpool__store_slot() */
 #include "pages.h"
 
 #define WORKERS 3
@@ -164,11 +165,215 @@ START_TEST(test_loads_during_compaction)
 }
 END_TEST
 
+/*
+ * Stores copy their object into its slot after dropping the class lock;
+ * compaction must keep off a zspage with such a copy in flight (its object
+ * has no handle yet: trimming would discard or hand out its slot).  These
+ * mixes race stores against two compactors in configurations the test
+ * above does not reach: short zspages that trim and empty often, no
+ * checksum, objects with a codec byte and recompression-style stores
+ * through a second codec, and a mem_limit that refuses stores midway.
+ */
+struct race_cfg {
+	unsigned int flags;	/* zpool_config.flags */
+	unsigned int chain;	/* max_pages_per_zspage */
+	bool codecs;		/* a primary codec, and recompression to slot 1 */
+	unsigned int limit;	/* pages over the empty pool's use; 0 none */
+	unsigned int rounds;	/* per worker, before test_scale() */
+};
+
+#define RACE_WORKERS 3
+#define RACE_OBJS 240
+
+struct racer {
+	struct zpool *pool;
+	const struct race_cfg *cfg;
+	unsigned int id, rounds;
+	long bad, refused, recompressed;
+};
+
+/*
+ * Object @i of @round of racer @id: some raw, the rest across every class,
+ * half of them small so that even two-page zspages hold many objects.
+ */
+static void race_page(unsigned char *page, unsigned int id, unsigned int round, unsigned int i)
+{
+	uint64_t seed = ((uint64_t)id << 40) + ((uint64_t)round << 20) + i;
+	struct rng r = { seed + 1 };
+
+	if (i % 16 == 5)
+		make_page(page, PAGE_RANDOM, seed, 0);
+	else
+		make_page(page, PAGE_SIZED, seed,
+			  (unsigned int)(rng_next(&r) % (i % 2 ? PG / 8 : PG - PG / 16)));
+}
+
+static bool race_check(struct zpool *pool, zpool_handle_t h, unsigned int id,
+		       unsigned int round, unsigned int i)
+{
+	unsigned char page[PG], out[PG];
+
+	race_page(page, id, round, i);
+	return !zpool_load(pool, h, out) && !memcmp(out, page, PG);
+}
+
+static void *race_work(void *arg)
+{
+	struct racer *w = arg;
+	zpool_handle_t h[RACE_OBJS];
+	unsigned char page[PG];
+	struct rng rng = { 991 + w->id };
+	unsigned int r, i;
+
+	for (r = 0; r < w->rounds; r++) {
+		for (i = 0; i < RACE_OBJS; i++) {
+			int ret;
+
+			race_page(page, w->id, r, i);
+			ret = zpool_store(w->pool, page, &h[i]);
+			if (ret == -ENOMEM && w->cfg->limit) {
+				w->refused++;
+				h[i] = 0;
+			} else if (ret) {
+				w->bad++;
+				h[i] = 0;
+			}
+		}
+		/* Rewrite some through the second codec, as zram_recompress() does. */
+		for (i = 0; w->cfg->codecs && i < RACE_OBJS; i += 3) {
+			size_t cls = h[i] ? zpool__obj_class_size(w->pool, h[i]) : 0;
+			zpool_handle_t nh;
+			int ret;
+
+			if (!cls)
+				continue;
+			race_page(page, w->id, r, i);
+			ret = zpool__store_slot(w->pool, 1, page, cls, &nh);
+			if (ret == 0) {
+				zpool_free(w->pool, h[i]);
+				h[i] = nh;
+				w->recompressed++;
+			} else if (ret < 0 && !(ret == -ENOMEM && w->cfg->limit)) {
+				w->bad++;
+			}
+		}
+		/* Holes everywhere, so both evacuation and trimming find work. */
+		for (i = 0; i < RACE_OBJS; i++)
+			if (h[i] && rng_range(&rng, 0, 2)) {
+				if (!race_check(w->pool, h[i], w->id, r, i))
+					w->bad++;
+				zpool_free(w->pool, h[i]);
+				h[i] = 0;
+			}
+		for (i = 0; i < RACE_OBJS; i++) {
+			if (!h[i])
+				continue;
+			if (!race_check(w->pool, h[i], w->id, r, i))
+				w->bad++;
+			zpool_free(w->pool, h[i]);
+		}
+	}
+	return NULL;
+}
+
+static void race_run(const struct race_cfg *cfg)
+{
+	struct zpool_config zc = ZPOOL_CONFIG_INIT;
+	struct racer w[RACE_WORKERS];
+	pthread_t t[RACE_WORKERS], c[2];
+	struct zpool_stats empty, st;
+	long refused = 0, recompressed = 0;
+	struct zpool *pool;
+	unsigned int i;
+
+	zc.flags = cfg->flags;
+	zc.max_pages_per_zspage = cfg->chain;
+	pool = zpool_create(&zc);
+	ck_assert_ptr_nonnull(pool);
+	if (cfg->codecs) {
+		int comp, level;
+
+		/* Primary lz4hc over the pool's lz4: every object gets a codec byte. */
+		ck_assert_int_eq(zpool__comp_lookup("lz4hc", 1, &comp, &level), 0);
+		ck_assert_int_eq(zpool__codec_slot_set(pool, 0, comp, level, NULL, 0), 0);
+		ck_assert_int_eq(zpool__comp_lookup(zpool_has_compressor("zstd") ? "zstd" : "lz4hc",
+						    zpool_has_compressor("zstd") ? 3 : 12,
+						    &comp, &level), 0);
+		ck_assert_int_eq(zpool__codec_slot_set(pool, 1, comp, level, NULL, 0), 0);
+	}
+	zpool_stats(pool, &empty);
+	if (cfg->limit)
+		zpool_set_mem_limit(pool, empty.mem_used_total + (uint64_t)cfg->limit * PG);
+	atomic_store(&stop, 0);
+	pthread_create(&c[0], NULL, compactor, pool);
+	pthread_create(&c[1], NULL, compactor, pool);
+	for (i = 0; i < RACE_WORKERS; i++) {
+		w[i] = (struct racer){ .pool = pool, .cfg = cfg, .id = i,
+				  .rounds = test_scale(cfg->rounds) };
+		pthread_create(&t[i], NULL, race_work, &w[i]);
+	}
+	for (i = 0; i < RACE_WORKERS; i++) {
+		pthread_join(t[i], NULL);
+		ck_assert_msg(w[i].bad == 0, "worker %u: %ld objects lost or wrong", i, w[i].bad);
+		refused += w[i].refused;
+		recompressed += w[i].recompressed;
+	}
+	atomic_store(&stop, 1);
+	pthread_join(c[0], NULL);
+	pthread_join(c[1], NULL);
+	if (cfg->limit)
+		ck_assert_int_gt(refused, 0);
+	if (cfg->codecs)
+		ck_assert_int_gt(recompressed, 0);
+	/* Everything freed: every page back, nothing counted twice or lost. */
+	zpool_stats(pool, &st);
+	ck_assert_uint_eq(st.objects, 0);
+	ck_assert_uint_eq(st.compr_data_size, 0);
+	ck_assert_uint_eq(st.huge_pages, 0);
+	ck_assert_uint_eq(st.mem_used_total, empty.mem_used_total);
+	zpool_destroy(pool);
+}
+
+START_TEST(test_short_zspages_no_checksum)
+{
+	/* Four-page zspages: trimming frees pages, emptying releases zspages. */
+	const struct race_cfg cfg = { .flags = 0, .chain = 4, .rounds = 40 };
+
+	race_run(&cfg);
+}
+END_TEST
+
+START_TEST(test_codec_stores_and_recompression)
+{
+	const struct race_cfg cfg = { .flags = ZPOOL_F_CHECKSUM, .chain = 4, .codecs = true,
+				      .rounds = 40 };
+
+	race_run(&cfg);
+}
+END_TEST
+
+START_TEST(test_mem_limit_refuses_under_compaction)
+{
+	/*
+	 * Room for about what the workers try to hold at once: some stores
+	 * are refused, some after taking their slot (allocate, then check).
+	 * Fewer stores get through, so more rounds.
+	 */
+	const struct race_cfg cfg = { .flags = ZPOOL_F_CHECKSUM, .chain = 4,
+				      .limit = RACE_WORKERS * RACE_OBJS / 3, .rounds = 100 };
+
+	race_run(&cfg);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *const threads[] = {
 		test_workers_and_compactor,
 		test_loads_during_compaction,
+		test_short_zspages_no_checksum,
+		test_codec_stores_and_recompression,
+		test_mem_limit_refuses_under_compaction,
 		NULL
 	};
 	const struct test_group groups[] = {
