@@ -283,8 +283,8 @@ static void race_run(const struct race_cfg *cfg)
 	pthread_t t[RACE_WORKERS], c[2];
 	struct zpool_stats empty, st;
 	long refused = 0, recompressed = 0;
+	unsigned int i, rounds;
 	struct zpool *pool;
-	unsigned int i;
 
 	zc.flags = cfg->flags;
 	zc.max_pages_per_zspage = cfg->chain;
@@ -307,9 +307,10 @@ static void race_run(const struct race_cfg *cfg)
 	atomic_store(&stop, 0);
 	pthread_create(&c[0], NULL, compactor, pool);
 	pthread_create(&c[1], NULL, compactor, pool);
+	/* Pages over 16 KiB cost as many times more to make and compress. */
+	rounds = test_scale(PG > 16384 ? cfg->rounds / 4 : cfg->rounds);
 	for (i = 0; i < RACE_WORKERS; i++) {
-		w[i] = (struct racer){ .pool = pool, .cfg = cfg, .id = i,
-				  .rounds = test_scale(cfg->rounds) };
+		w[i] = (struct racer){ .pool = pool, .cfg = cfg, .id = i, .rounds = rounds };
 		pthread_create(&t[i], NULL, race_work, &w[i]);
 	}
 	for (i = 0; i < RACE_WORKERS; i++) {
