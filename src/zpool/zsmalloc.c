@@ -551,10 +551,12 @@ static enum step evacuate_one(struct zpool *pool, struct size_class *c,
 }
 
 /*
- * A store is copying into @z with the class lock dropped (zpool.c): its
- * object has no handle yet, so a pass could neither move it nor see it,
- * and would trim its page away or wait for it to leave.  Compaction leaves
- * such a zspage for the next run.
+ * A store is copying into @z with the class lock dropped (zpool.c).  Until
+ * its handle is published a pass can neither see nor move the object, so a
+ * trim would discard the page under the copy; once published, evacuation
+ * could move it and free @z before the store drops its writer count, which
+ * would then land in a freed or reused descriptor.  Compaction leaves such
+ * a zspage for the next run.
  */
 static bool being_written(struct zspage *z)
 {
