@@ -108,32 +108,19 @@ bool zpool_has_compressor(const char *name)
 	return name && !zpool__comp_lookup(name, 0, &comp, &level);
 }
 
-#ifdef ZPOOL_HAVE_ZSTD
 /*
- * zstd's contexts are large even sized for one page (ZSTD_compress2() sizes
- * a CCtx for its input: 88 KiB at level 3 for 4 KiB, 650 KiB for 64 KiB; a
- * DCtx is 94 KiB whatever the input), and each is used only within one call.
- * Kept per thread they cost that much for every thread that ever touched
- * the pool: with nbdkit's 16 workers, 2.9 MiB over a 14 MiB pool.  So a call
- * takes a context from a cache of ZCACHE_SLOTS slots, makes one only when
- * the cache is empty, and puts it back afterwards, freeing it if every slot
- * is full.  Contexts alive are then the calls running at once (which the
- * CPUs bound, give or take preemption) plus at most ZCACHE_SLOTS idle ones.
- * Each slot is taken by an atomic exchange and filled by a compare-exchange
- * from NULL, so a context is never in two hands and no lock is held; the
- * acquire and release orders hand its contents from one thread to the next.
- * Cached contexts stay reachable from the slots until the process exits.
+ * A small cache of things each used within one call (zstd's contexts, group
+ * buffers), shared by every thread: a call takes one from the cache, makes
+ * one only when the cache is empty, and puts it back afterwards, freeing it
+ * if every slot is full.  Things alive are then the calls running at once
+ * (which the CPUs bound, give or take preemption) plus at most ZCACHE_SLOTS
+ * idle ones.  Each slot is taken by an atomic exchange and filled by a
+ * compare-exchange from NULL, so a thing is never in two hands and no lock
+ * is held; the acquire and release orders hand its contents from one thread
+ * to the next.  Cached things stay reachable from the slots until the
+ * process exits.
  */
 #define ZCACHE_SLOTS 8
-
-struct zcctx {
-	ZSTD_CCtx *zc;
-	bool plain;	/* zc holds the plain frame parameters at level */
-	int level;
-};
-
-static _Atomic(void *) cctx_cache[ZCACHE_SLOTS];
-static _Atomic(void *) dctx_cache[ZCACHE_SLOTS];
 
 static void *zcache_take(_Atomic(void *) *slots)
 {
@@ -167,6 +154,40 @@ static bool zcache_put(_Atomic(void *) *slots, void *p)
 	return false;
 }
 
+static _Atomic(void *) group_buf_cache[ZCACHE_SLOTS];
+
+void *zpool__group_buf_get(void)
+{
+	void *p = zcache_take(group_buf_cache);
+
+	return p ? p : zpool__os_alloc(ZP_GROUP_PAGES * ZP_PAGE_SIZE);
+}
+
+void zpool__group_buf_put(void *buf)
+{
+	if (!zcache_put(group_buf_cache, buf))
+		zpool__os_free(buf);
+}
+
+#ifdef ZPOOL_HAVE_ZSTD
+/*
+ * zstd's contexts are large even sized for one page (ZSTD_compress2() sizes
+ * a CCtx for its input: 88 KiB at level 3 for 4 KiB, 650 KiB for 64 KiB; a
+ * DCtx is 94 KiB whatever the input), and each is used only within one call.
+ * Kept per thread they cost that much for every thread that ever touched
+ * the pool: with nbdkit's 16 workers, 2.9 MiB over a 14 MiB pool.  So they
+ * come from the shared cache above.
+ */
+struct zcctx {
+	ZSTD_CCtx *zc;
+	bool plain;	/* zc holds the plain frame parameters at level... */
+	bool group;	/* ...for a group of pages, not one page */
+	int level;
+};
+
+static _Atomic(void *) cctx_cache[ZCACHE_SLOTS];
+static _Atomic(void *) dctx_cache[ZCACHE_SLOTS];
+
 static struct zcctx *cctx_get(void)
 {
 	struct zcctx *c = zcache_take(cctx_cache);
@@ -178,6 +199,7 @@ static struct zcctx *cctx_get(void)
 		return NULL;
 	c->zc = ZSTD_createCCtx();
 	c->plain = false;
+	c->group = false;
 	c->level = 0;
 	if (!c->zc) {
 		zpool__os_free(c);
@@ -214,9 +236,10 @@ static void dctx_put(ZSTD_DCtx *zd)
  * already names the format, and no dictionary id is needed either.
  */
 static int zstd_compress(struct tctx *t, int level, const ZSTD_CDict *cdict, size_t limit,
-			 const void *page)
+			 const void *src, size_t bytes)
 {
 	struct zcctx *c = cctx_get();
+	bool group = bytes > ZP_PAGE_SIZE;
 	ZSTD_CCtx *zc;
 	size_t r;
 
@@ -224,19 +247,33 @@ static int zstd_compress(struct tctx *t, int level, const ZSTD_CDict *cdict, siz
 		return -ENOMEM;
 	zc = c->zc;
 	/* Setting the parameters per page would cost 2-3% of the time. */
-	if (cdict || !c->plain || c->level != level) {
+	if (cdict || !c->plain || c->level != level || c->group != group) {
 		ZSTD_CCtx_reset(zc, ZSTD_reset_session_and_parameters);
 		ZSTD_CCtx_setParameter(zc, ZSTD_c_format, ZSTD_f_zstd1_magicless);
 		ZSTD_CCtx_setParameter(zc, ZSTD_c_contentSizeFlag, 0);
 		ZSTD_CCtx_setParameter(zc, ZSTD_c_dictIDFlag, 0);
-		if (cdict)
+		if (cdict) {
 			ZSTD_CCtx_refCDict(zc, cdict); /* the dictionary's own parameters */
-		else
+		} else {
 			ZSTD_CCtx_setParameter(zc, ZSTD_c_compressionLevel, level);
+			/*
+			 * A group gets a page's match tables, not the 32 KiB
+			 * input's: its context is 181 KiB instead of 541 KiB at
+			 * level 3, and anon-64m.bin comes out no larger.
+			 */
+			if (group) {
+				ZSTD_compressionParameters cp =
+					ZSTD_getCParams(level, ZP_PAGE_SIZE, 0);
+
+				ZSTD_CCtx_setParameter(zc, ZSTD_c_hashLog, (int)cp.hashLog);
+				ZSTD_CCtx_setParameter(zc, ZSTD_c_chainLog, (int)cp.chainLog);
+			}
+		}
 		c->plain = !cdict;
+		c->group = group;
 		c->level = level;
 	}
-	r = ZSTD_compress2(zc, t->out, limit, page, ZP_PAGE_SIZE);
+	r = ZSTD_compress2(zc, t->out, limit, src, bytes);
 	/* Not kept: a codec, and with it its CDict, may be freed before the next page. */
 	if (cdict)
 		ZSTD_CCtx_reset(zc, ZSTD_reset_session_and_parameters);
@@ -249,7 +286,8 @@ static int zstd_compress(struct tctx *t, int level, const ZSTD_CDict *cdict, siz
  * frame never starts with it, since its first byte (0x28) as a frame
  * header descriptor would have the reserved bit set.
  */
-static int zstd_decompress(const ZSTD_DDict *ddict, const void *src, size_t len, void *page)
+static int zstd_decompress(const ZSTD_DDict *ddict, const void *src, size_t len, void *dst,
+			   size_t bytes)
 {
 	static const unsigned char magic[4] = { 0x28, 0xb5, 0x2f, 0xfd };
 	ZSTD_DCtx *zd = dctx_get();
@@ -264,13 +302,13 @@ static int zstd_decompress(const ZSTD_DDict *ddict, const void *src, size_t len,
 								    ZSTD_f_zstd1_magicless);
 	if (ddict)
 		ZSTD_DCtx_refDDict(zd, ddict);
-	r = ZSTD_decompressDCtx(zd, page, ZP_PAGE_SIZE, src, len);
+	r = ZSTD_decompressDCtx(zd, dst, bytes, src, len);
 	dctx_put(zd); /* a DDict referenced is dropped by the next user's reset, unread */
-	return !ZSTD_isError(r) && r == ZP_PAGE_SIZE ? 0 : -EIO;
+	return !ZSTD_isError(r) && r == bytes ? 0 : -EIO;
 }
 #endif
 
-int zpool__compress(int comp, int level, const void *page, size_t limit,
+int zpool__compress(int comp, int level, const void *src, size_t bytes, size_t limit,
 		    const unsigned char **out)
 {
 	struct tctx *t = tctx();
@@ -284,9 +322,11 @@ int zpool__compress(int comp, int level, const void *page, size_t limit,
 		if (!lz4_state(t))
 			return -ENOMEM;
 		/* A full-size output takes lz4's unchecked fast path; a bounded
-		 * one would check every write (about 10% slower on this data). */
-		n = LZ4_compress_fast_extState(t->lz4, page, (char *)t->out,
-					       (int)ZP_PAGE_SIZE, (int)OUT_BOUND, level);
+		 * one would check every write (about 10% slower on this data).
+		 * A group's bound is @limit, below a page. */
+		n = LZ4_compress_fast_extState(t->lz4, src, (char *)t->out, (int)bytes,
+					       (int)(bytes == ZP_PAGE_SIZE ? OUT_BOUND : limit),
+					       level);
 		break;
 	case ZP_COMP_LZ4HC:
 		if (!t->lz4hc) {
@@ -297,12 +337,12 @@ int zpool__compress(int comp, int level, const void *page, size_t limit,
 		/* Resetting the stream, not re-initialising it, keeps each page
 		 * independent without clearing 256 KiB per page. */
 		LZ4_resetStreamHC_fast(t->lz4hc, level);
-		n = LZ4_compress_HC_continue(t->lz4hc, page, (char *)t->out,
-					     (int)ZP_PAGE_SIZE, (int)limit);
+		n = LZ4_compress_HC_continue(t->lz4hc, src, (char *)t->out, (int)bytes,
+					     (int)limit);
 		break;
 #ifdef ZPOOL_HAVE_ZSTD
 	case ZP_COMP_ZSTD:
-		n = zstd_compress(t, level, NULL, limit, page);
+		n = zstd_compress(t, level, NULL, limit, src, bytes);
 		if (n < 0)
 			return n; /* no context: not "incompressible" */
 		break;
@@ -313,16 +353,15 @@ int zpool__compress(int comp, int level, const void *page, size_t limit,
 	return n > 0 && (size_t)n <= limit ? n : 0;
 }
 
-int zpool__decompress(int comp, const void *src, size_t len, void *page)
+int zpool__decompress(int comp, const void *src, size_t len, void *dst, size_t bytes)
 {
 	switch (comp) {
 	case ZP_COMP_LZ4:
 	case ZP_COMP_LZ4HC:
-		return LZ4_decompress_safe(src, page, (int)len, (int)ZP_PAGE_SIZE) ==
-		       (int)ZP_PAGE_SIZE ? 0 : -EIO;
+		return LZ4_decompress_safe(src, dst, (int)len, (int)bytes) == (int)bytes ? 0 : -EIO;
 #ifdef ZPOOL_HAVE_ZSTD
 	case ZP_COMP_ZSTD:
-		return zstd_decompress(NULL, src, len, page);
+		return zstd_decompress(NULL, src, len, dst, bytes);
 #endif
 	default:
 		return -EINVAL;
@@ -415,14 +454,14 @@ void zpool__codec_free(struct zpool__codec *c)
 	zpool__os_free(c);
 }
 
-int zpool__codec_compress(const struct zpool__codec *c, const void *page, size_t limit,
-			  const unsigned char **out)
+int zpool__codec_compress(const struct zpool__codec *c, const void *src, size_t bytes,
+			  size_t limit, const unsigned char **out)
 {
 	struct tctx *t;
 	int n = 0;
 
 	if (!c->dict_len)
-		return zpool__compress(c->comp, c->level, page, limit, out);
+		return zpool__compress(c->comp, c->level, src, bytes, limit, out);
 	t = tctx();
 	if (!t)
 		return -ENOMEM;
@@ -432,7 +471,7 @@ int zpool__codec_compress(const struct zpool__codec *c, const void *page, size_t
 		if (!lz4_state(t))
 			return -ENOMEM;
 		memcpy(t->lz4, c->lz4, sizeof(LZ4_stream_t));
-		n = LZ4_compress_fast_continue(t->lz4, page, (char *)t->out, (int)ZP_PAGE_SIZE,
+		n = LZ4_compress_fast_continue(t->lz4, src, (char *)t->out, (int)bytes,
 					       (int)limit, c->level);
 		break;
 	case ZP_COMP_LZ4HC:
@@ -440,12 +479,12 @@ int zpool__codec_compress(const struct zpool__codec *c, const void *page, size_t
 			return -ENOMEM;
 		/* A whole copy: the plain path's fast reset then finds a valid stream. */
 		memcpy(t->lz4hc, c->lz4hc, sizeof(*t->lz4hc));
-		n = LZ4_compress_HC_continue(t->lz4hc, page, (char *)t->out,
-					     (int)ZP_PAGE_SIZE, (int)limit);
+		n = LZ4_compress_HC_continue(t->lz4hc, src, (char *)t->out, (int)bytes,
+					     (int)limit);
 		break;
 #ifdef ZPOOL_HAVE_ZSTD
 	case ZP_COMP_ZSTD:
-		n = zstd_compress(t, c->level, c->cdict, limit, page);
+		n = zstd_compress(t, c->level, c->cdict, limit, src, bytes);
 		if (n < 0)
 			return n; /* no context: not "incompressible" */
 		break;
@@ -457,19 +496,19 @@ int zpool__codec_compress(const struct zpool__codec *c, const void *page, size_t
 }
 
 int zpool__codec_decompress(const struct zpool__codec *c, const void *src, size_t len,
-			    void *page)
+			    void *dst, size_t bytes)
 {
 	if (!c->dict_len)
-		return zpool__decompress(c->comp, src, len, page);
+		return zpool__decompress(c->comp, src, len, dst, bytes);
 	switch (c->comp) {
 	case ZP_COMP_LZ4:
 	case ZP_COMP_LZ4HC:
-		return LZ4_decompress_safe_usingDict(src, page, (int)len, (int)ZP_PAGE_SIZE,
+		return LZ4_decompress_safe_usingDict(src, dst, (int)len, (int)bytes,
 						     (const char *)c->dict,
-						     (int)c->dict_len) == (int)ZP_PAGE_SIZE ? 0 : -EIO;
+						     (int)c->dict_len) == (int)bytes ? 0 : -EIO;
 #ifdef ZPOOL_HAVE_ZSTD
 	case ZP_COMP_ZSTD:
-		return zstd_decompress(c->ddict, src, len, page);
+		return zstd_decompress(c->ddict, src, len, dst, bytes);
 #endif
 	default:
 		return -EINVAL;

@@ -78,6 +78,42 @@ static inline uint64_t zp_entry_obj(unsigned int cls, unsigned int slot,
 #define zp_entry_same_index(e) ((uint32_t)((e) >> ZP_TAG_BITS))
 
 /*
+ * Pages compressed together (ZPOOL_F_MULTI_PAGE): up to 32 KiB, the block
+ * nbdkit's zstd allocator compresses and where zstd's gain on anonymous
+ * memory levels off; none where one page is that big already.
+ */
+#define ZP_GROUP_PAGES (ZP_PAGE_SIZE >= 32768 ? 1u : (unsigned int)(32768 / ZP_PAGE_SIZE))
+
+/*
+ * A page of such a group has a handle of its own whose entry is tagged
+ * ZP_TAG_SAME with ZP_MEMBER set: instead of a repeated word it names an
+ * entry of the pool's group table (same bits) and its place in the group.
+ * The group table entry holds the group object's handle, the references
+ * its pages hold and its page count:
+ *   handle (32 bits) | references (16) | pages (8)
+ */
+#define ZP_MEMBER ((uint64_t)1 << 63)
+#define ZP_MEMBER_NR_SHIFT (ZP_TAG_BITS + 32)
+#define zp_entry_is_member(e) (zp_entry_tag(e) == ZP_TAG_SAME && ((e) & ZP_MEMBER))
+#define zp_entry_member_nr(e) ZP_FIELD(e, ZP_MEMBER_NR_SHIFT, 8)
+
+static inline uint64_t zp_entry_member(uint32_t group, unsigned int nr)
+{
+	return ZP_MEMBER | (uint64_t)nr << ZP_MEMBER_NR_SHIFT | (uint64_t)group << ZP_TAG_BITS |
+	       ZP_TAG_SAME;
+}
+
+#define ZP_GROUP_REF ((uint64_t)1 << 32)
+#define zp_group_handle(w) ((uint32_t)(w))
+#define zp_group_refs(w) ZP_FIELD(w, 32, 16)
+#define zp_group_pages(w) ZP_FIELD(w, 48, 8)
+
+static inline uint64_t zp_group_word(uint32_t handle, unsigned int pages)
+{
+	return (uint64_t)pages << 48 | (uint64_t)pages * ZP_GROUP_REF | handle;
+}
+
+/*
  * A growable table of atomic 64-bit words addressed by a 1-based 32-bit
  * index: a fixed-depth radix of pages from the page source, so it reaches
  * every 32-bit index without moving or copying anything:
@@ -224,6 +260,7 @@ struct zpool {
 	struct zp_table handles;
 	struct zp_table zspages; /* id -> struct zspage * */
 	struct zp_table same;	 /* index -> the repeated word */
+	struct zp_table groups;	 /* index -> a group of pages (zp_group_word()) */
 	struct zpool__mutex *desc_lock;
 	struct zp_desc_page *desc_pages; /* those with a free descriptor first */
 
@@ -384,12 +421,22 @@ int zpool__config_copy(struct zpool_config *dst, const struct zpool_config *cfg)
 enum zp_comp { ZP_COMP_LZ4, ZP_COMP_LZ4HC, ZP_COMP_ZSTD };
 int zpool__comp_lookup(const char *name, int level, int *comp, int *out_level);
 const char *zpool__comp_name(int comp);
-/* Compress one page into a thread-local buffer; returns length, or 0 if it
- * would exceed @limit, or -ENOMEM.  *out points at the buffer. */
-int zpool__compress(int comp, int level, const void *page, size_t limit,
+/*
+ * Compress @bytes (a page, or up to ZP_GROUP_PAGES pages) into a
+ * thread-local buffer; returns length, or 0 if it would exceed @limit
+ * (which must be below a page for more than one), or -ENOMEM.  *out points
+ * at the buffer.
+ */
+int zpool__compress(int comp, int level, const void *src, size_t bytes, size_t limit,
 		    const unsigned char **out);
-/* 0, or -EIO if @src does not decode to exactly one page. */
-int zpool__decompress(int comp, const void *src, size_t len, void *page);
+/* 0, or -EIO if @src does not decode to exactly @bytes. */
+int zpool__decompress(int comp, const void *src, size_t len, void *dst, size_t bytes);
+/*
+ * A buffer of ZP_GROUP_PAGES pages to decompress a group into, from a small
+ * cache shared by all threads; NULL when memory is short.  Give it back.
+ */
+void *zpool__group_buf_get(void);
+void zpool__group_buf_put(void *buf);
 
 /*
  * A codec: what wrote an object and can read it back (algorithm, level,
@@ -422,10 +469,10 @@ struct zpool__codec {
 struct zpool__codec *zpool__codec_new(int comp, int level, const void *dict, size_t len);
 void zpool__codec_free(struct zpool__codec *c);
 /* As zpool__compress() and zpool__decompress(), with the codec's dictionary. */
-int zpool__codec_compress(const struct zpool__codec *c, const void *page, size_t limit,
-			  const unsigned char **out);
+int zpool__codec_compress(const struct zpool__codec *c, const void *src, size_t bytes,
+			  size_t limit, const unsigned char **out);
 int zpool__codec_decompress(const struct zpool__codec *c, const void *src, size_t len,
-			    void *page);
+			    void *dst, size_t bytes);
 /* zstd's ZDICT on @nr_pages pages: the dictionary's length, or -errno. */
 int zpool__train_dict(const void *pages, size_t nr_pages, void *dict, size_t cap);
 

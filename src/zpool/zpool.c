@@ -234,6 +234,7 @@ static void destroy(struct zpool *pool)
 	zpool__table_destroy(pool, &pool->handles);
 	zpool__table_destroy(pool, &pool->zspages);
 	zpool__table_destroy(pool, &pool->same);
+	zpool__table_destroy(pool, &pool->groups);
 	zpool__mutex_free(pool->desc_lock);
 	src.free(src.ctx, pool, pool->self_bytes);
 	if (own_source)
@@ -272,7 +273,7 @@ struct zpool *zpool_create(const struct zpool_config *cfg)
 					 ZP_DEFAULT_CHAIN_LAZY : ZP_DEFAULT_CHAIN_EAGER;
 	if (c.max_pages_per_zspage > ZP_MAX_CHAIN_CFG ||
 	    zpool__comp_lookup(c.compressor, c.level, &comp, &level) ||
-	    (c.flags & ~ZPOOL_F_CHECKSUM) ||
+	    (c.flags & ~(ZPOOL_F_CHECKSUM | ZPOOL_F_MULTI_PAGE)) ||
 	    (c.page_source && (!c.page_source->alloc || !c.page_source->free))) {
 		errno = EINVAL;
 		return NULL;
@@ -305,7 +306,8 @@ struct zpool *zpool_create(const struct zpool_config *cfg)
 	atomic_store(&pool->mem_limit, c.mem_limit);
 	if (zpool__table_init(&pool->handles) ||
 	    zpool__table_init(&pool->zspages) ||
-	    zpool__table_init(&pool->same) || !(pool->desc_lock = zpool__mutex_new()) ||
+	    zpool__table_init(&pool->same) || zpool__table_init(&pool->groups) ||
+	    !(pool->desc_lock = zpool__mutex_new()) ||
 	    zpool__classes_init(pool) || codecs_init(pool)) {
 		destroy(pool);
 		errno = ENOMEM;
@@ -355,46 +357,21 @@ static int store_same(struct zpool *pool, unsigned long word, zpool_handle_t *ha
 static uint64_t lookup(struct zpool *pool, zpool_handle_t handle);
 
 /*
- * Compress @page with @codec (NULL: the plain compressor) and store it.
- * @below_class, when not 0, is a recompression's bound: the object must
- * land in a class smaller than that, and not raw; 1 if it would not.
- * Takes a reference on @codec for the object it stores.
+ * Put an object of @len bytes in class @c: @data, after @codec's id byte
+ * when @codec is not NULL (then @len counts that byte).  Returns 0 with
+ * *@handle, or -ENOMEM; the caller counts the pages it holds.  Takes a
+ * reference on @codec for the object.
  */
-static int store_with(struct zpool *pool, struct zpool__codec *codec, const void *page,
-		      size_t below_class, zpool_handle_t *handle)
+static int store_obj(struct zpool *pool, struct size_class *c, struct zpool__codec *codec,
+		     const unsigned char *data, size_t len, uint32_t *handle)
 {
-	size_t extra, len, hdr = codec ? 1 : 0;
-	const unsigned char *data;
-	struct size_class *c;
+	size_t extra = csum_bytes(pool), hdr = codec ? 1 : 0;
 	struct zspage *zsp;
 	unsigned char *dst;
 	unsigned int slot;
 	uint64_t limit;
 	bool unlocked;
 	uint32_t h;
-	int n;
-
-	extra = csum_bytes(pool);
-	n = codec ? zpool__codec_compress(codec, page, pool->huge_class_size - extra - hdr, &data)
-		  : zpool__compress(pool->comp, atomic_load_explicit(&pool->level,
-								     memory_order_relaxed),
-				    page, pool->huge_class_size - extra, &data);
-	if (n < 0)
-		return n;
-	if (n) {
-		len = (size_t)n + hdr;
-	} else {
-		/* Would not fit a non-huge class: keep the page raw. */
-		if (below_class)
-			return 1;
-		data = page;
-		len = ZP_PAGE_SIZE;
-		hdr = 0;
-		codec = NULL;
-	}
-	c = zpool__class_for(pool, n ? len + extra : ZP_PAGE_SIZE);
-	if (below_class && c->size >= below_class)
-		return 1;
 
 	zpool__write_lock(c->lock);
 	limit = atomic_load(&pool->mem_limit);
@@ -456,19 +433,141 @@ static int store_with(struct zpool *pool, struct zpool__codec *codec, const void
 	else
 		zpool__rw_unlock(c->lock);
 
-	atomic_fetch_add(&pool->orig_pages, 1);
 	atomic_fetch_add(&pool->compr_bytes, len);
 	if (c->huge) {
 		atomic_fetch_add(&pool->huge_pages, 1);
 		atomic_fetch_add(&pool->huge_since, 1);
 	}
-	zpool__update_max(pool);
 	*handle = h;
 	return 0;
 nomem:
 	zpool__table_free(pool, &pool->handles, h);
 	zpool__rw_unlock(c->lock);
 	return -ENOMEM;
+}
+
+/* Compress @bytes at @src with @codec, or the plain compressor when NULL. */
+static int compress(struct zpool *pool, struct zpool__codec *codec, const void *src,
+		    size_t bytes, const unsigned char **out)
+{
+	size_t limit = pool->huge_class_size - csum_bytes(pool) - (codec ? 1 : 0);
+
+	return codec ? zpool__codec_compress(codec, src, bytes, limit, out)
+		     : zpool__compress(pool->comp,
+				       atomic_load_explicit(&pool->level, memory_order_relaxed),
+				       src, bytes, limit, out);
+}
+
+/*
+ * Compress @page with @codec (NULL: the plain compressor) and store it.
+ * @below_class, when not 0, is a recompression's bound: the object must
+ * land in a class smaller than that, and not raw; 1 if it would not.
+ * Takes a reference on @codec for the object it stores.
+ */
+static int store_with(struct zpool *pool, struct zpool__codec *codec, const void *page,
+		      size_t below_class, zpool_handle_t *handle)
+{
+	const unsigned char *data;
+	struct size_class *c;
+	size_t len;
+	uint32_t h;
+	int n, ret;
+
+	n = compress(pool, codec, page, ZP_PAGE_SIZE, &data);
+	if (n < 0)
+		return n;
+	if (n) {
+		len = (size_t)n + (codec ? 1 : 0);
+	} else {
+		/* Would not fit a non-huge class: keep the page raw. */
+		if (below_class)
+			return 1;
+		data = page;
+		len = ZP_PAGE_SIZE;
+		codec = NULL;
+	}
+	c = zpool__class_for(pool, n ? len + csum_bytes(pool) : ZP_PAGE_SIZE);
+	if (below_class && c->size >= below_class)
+		return 1;
+	ret = store_obj(pool, c, codec, data, len, &h);
+	if (ret)
+		return ret;
+	atomic_fetch_add(&pool->orig_pages, 1);
+	zpool__update_max(pool);
+	*handle = h;
+	return 0;
+}
+
+static bool free_obj(struct zpool *pool, zpool_handle_t handle);
+
+/*
+ * @nr (2..ZP_GROUP_PAGES) pages at @pages, none same-filled, compressed as
+ * one object that each page's handle references.  1 if they do not fit a
+ * class below the huge one together; nothing is stored then.
+ */
+static int store_group(struct zpool *pool, struct zpool__codec *codec, const unsigned char *pages,
+		       unsigned int nr, zpool_handle_t *handles)
+{
+	const unsigned char *data;
+	uint64_t limit;
+	unsigned int i;
+	uint32_t gh, g;
+	int n, ret;
+
+	n = compress(pool, codec, pages, nr * ZP_PAGE_SIZE, &data);
+	if (n <= 0)
+		return n < 0 ? n : 1;
+	ret = store_obj(pool, zpool__class_for(pool, (size_t)n + (codec ? 1 : 0) +
+							     csum_bytes(pool)),
+			codec, data, (size_t)n + (codec ? 1 : 0), &gh);
+	if (ret)
+		return ret;
+	g = zpool__table_alloc(pool, &pool->groups, zp_group_word(gh, nr));
+	for (i = 0; g && i < nr; i++) {
+		handles[i] = zpool__table_alloc(pool, &pool->handles, zp_entry_member(g, i));
+		if (!handles[i])
+			break;
+	}
+	/* The tables' new pages, if any, count against the limit too. */
+	limit = atomic_load(&pool->mem_limit);
+	if (!g || i < nr || (limit && mem_used(pool) > limit)) {
+		while (i--)
+			zpool__table_free(pool, &pool->handles, (uint32_t)handles[i]);
+		if (g)
+			zpool__table_free(pool, &pool->groups, g);
+		if (free_obj(pool, gh))
+			zpool__table_free(pool, &pool->handles, gh);
+		return -ENOMEM;
+	}
+	atomic_fetch_add(&pool->orig_pages, nr);
+	zpool__update_max(pool);
+	return 0;
+}
+
+/*
+ * @nr pages at @pages, none same-filled: together if they fit one object,
+ * else in halves, down to single pages (which may be stored raw).  All or
+ * nothing: on failure no handle is left.
+ */
+static int store_run(struct zpool *pool, struct zpool__codec *codec, const unsigned char *pages,
+		     unsigned int nr, zpool_handle_t *handles)
+{
+	unsigned int half = nr / 2, i;
+	int ret;
+
+	if (nr == 1)
+		return store_with(pool, codec, pages, 0, handles);
+	ret = store_group(pool, codec, pages, nr, handles);
+	if (ret <= 0)
+		return ret;
+	ret = store_run(pool, codec, pages, half, handles);
+	if (ret)
+		return ret;
+	ret = store_run(pool, codec, pages + half * ZP_PAGE_SIZE, nr - half, handles + half);
+	if (ret)
+		for (i = 0; i < half; i++)
+			zpool_free(pool, handles[i]);
+	return ret;
 }
 
 int zpool_store(struct zpool *pool, const void *page, zpool_handle_t *handle)
@@ -485,6 +584,45 @@ int zpool_store(struct zpool *pool, const void *page, zpool_handle_t *handle)
 	ret = store_with(pool, codec, page, 0, handle);
 	if (codec)
 		codec_put(pool, codec);
+	return ret;
+}
+
+int zpool_store_pages(struct zpool *pool, const void *pages, unsigned int nr,
+		      zpool_handle_t *handles)
+{
+	const unsigned char *p = pages;
+	struct zpool__codec *codec;
+	unsigned int done = 0, run, max;
+	unsigned long word;
+	int ret = 0;
+
+	if (!pool || !pages || !handles || !nr)
+		return -EINVAL;
+	max = pool->flags & ZPOOL_F_MULTI_PAGE ? ZP_GROUP_PAGES : 1;
+	codec = slot_codec(pool, 0);
+	while (done < nr) {
+		if (same_filled(p + (size_t)done * ZP_PAGE_SIZE, &word)) {
+			ret = store_same(pool, word, &handles[done]);
+			if (ret)
+				break;
+			done++;
+			continue;
+		}
+		/* Same-filled pages stay out of groups: they cost nothing alone. */
+		for (run = 1; run < max && done + run < nr &&
+			      !same_filled(p + (size_t)(done + run) * ZP_PAGE_SIZE, &word);
+		     run++)
+			;
+		ret = store_run(pool, codec, p + (size_t)done * ZP_PAGE_SIZE, run, &handles[done]);
+		if (ret)
+			break;
+		done += run;
+	}
+	if (codec)
+		codec_put(pool, codec);
+	if (ret)
+		while (done--)
+			zpool_free(pool, handles[done]);
 	return ret;
 }
 
@@ -531,7 +669,8 @@ static uint64_t relookup(struct zpool *pool, zpool_handle_t handle, const struct
 	return zp_entry_tag(e) == ZP_TAG_OBJ && pool->classes[zp_entry_class(e)] == c ? e : 0;
 }
 
-int zpool_load(struct zpool *pool, zpool_handle_t handle, void *page)
+/* The object of @handle decompressed into @bytes at @dst (a raw page is copied). */
+static int load_obj(struct zpool *pool, zpool_handle_t handle, void *dst, size_t bytes)
 {
 	uint64_t e = lookup(pool, handle);
 	struct size_class *c;
@@ -540,13 +679,8 @@ int zpool_load(struct zpool *pool, zpool_handle_t handle, void *page)
 	size_t len;
 	int ret = 0;
 
-	if (!e || !page)
+	if (zp_entry_tag(e) != ZP_TAG_OBJ)
 		return -EINVAL;
-	if (zp_entry_tag(e) == ZP_TAG_SAME) {
-		fill_page(page, (unsigned long)zpool__table_get(&pool->same,
-								zp_entry_same_index(e)));
-		return 0;
-	}
 	c = pool->classes[zp_entry_class(e)];
 	zpool__read_lock(c->lock);
 	/* Compaction may have moved the object before we got the lock. */
@@ -571,53 +705,178 @@ int zpool_load(struct zpool *pool, zpool_handle_t handle, void *page)
 		}
 	}
 	if (c->huge)
-		memcpy(page, src, ZP_PAGE_SIZE);
+		ret = bytes == ZP_PAGE_SIZE ? (memcpy(dst, src, ZP_PAGE_SIZE), 0) : -EIO;
 	else if (zp_entry_has_codec(e))
-		ret = zpool__codec_decompress(obj_codec(pool, src), src + 1, len - 1, page);
+		ret = zpool__codec_decompress(obj_codec(pool, src), src + 1, len - 1, dst, bytes);
 	else
-		ret = zpool__decompress(pool->comp, src, len, page);
+		ret = zpool__decompress(pool->comp, src, len, dst, bytes);
 out:
 	zpool__rw_unlock(c->lock);
 	return ret;
 }
 
-void zpool_free(struct zpool *pool, zpool_handle_t handle)
+/*
+ * The group of member entry @e; the member's reference keeps the entry
+ * and the object it names.
+ */
+static uint64_t group_of(struct zpool *pool, uint64_t e)
+{
+	return atomic_load_explicit(zpool__table_slot(&pool->groups, zp_entry_same_index(e)),
+				    memory_order_acquire);
+}
+
+/*
+ * Pages @first..@first + @nr - 1 of group @w into @dst: straight there when
+ * they are the whole group, else through a group buffer.
+ */
+static int load_group(struct zpool *pool, uint64_t w, unsigned int first, unsigned int nr,
+		      unsigned char *dst)
+{
+	unsigned int pages = zp_group_pages(w);
+	unsigned char *buf;
+	int ret;
+
+	if (first + nr > pages)
+		return -EIO;
+	if (nr == pages)
+		return load_obj(pool, zp_group_handle(w), dst, pages * ZP_PAGE_SIZE);
+	buf = zpool__group_buf_get();
+	if (!buf)
+		return -ENOMEM;
+	ret = load_obj(pool, zp_group_handle(w), buf, pages * ZP_PAGE_SIZE);
+	if (!ret)
+		memcpy(dst, buf + (size_t)first * ZP_PAGE_SIZE, (size_t)nr * ZP_PAGE_SIZE);
+	zpool__group_buf_put(buf);
+	return ret;
+}
+
+int zpool_load(struct zpool *pool, zpool_handle_t handle, void *page)
+{
+	uint64_t e = lookup(pool, handle);
+
+	if (!e || !page)
+		return -EINVAL;
+	if (zp_entry_is_member(e))
+		return load_group(pool, group_of(pool, e), zp_entry_member_nr(e), 1, page);
+	if (zp_entry_tag(e) == ZP_TAG_SAME) {
+		fill_page(page, (unsigned long)zpool__table_get(&pool->same,
+								zp_entry_same_index(e)));
+		return 0;
+	}
+	return load_obj(pool, handle, page, ZP_PAGE_SIZE);
+}
+
+int zpool_load_pages(struct zpool *pool, const zpool_handle_t *handles, unsigned int nr,
+		     void *pages)
+{
+	unsigned char *dst = pages;
+	unsigned int i = 0, run;
+	int ret;
+
+	if (!pool || !handles || !pages)
+		return -EINVAL;
+	while (i < nr) {
+		uint64_t e = lookup(pool, handles[i]), f;
+
+		if (!zp_entry_is_member(e)) {
+			ret = zpool_load(pool, handles[i], dst + (size_t)i * ZP_PAGE_SIZE);
+			if (ret)
+				return ret;
+			i++;
+			continue;
+		}
+		/* The next pages of the same group, in order, share one decompression. */
+		for (run = 1; i + run < nr; run++) {
+			f = lookup(pool, handles[i + run]);
+			if (!zp_entry_is_member(f) ||
+			    zp_entry_same_index(f) != zp_entry_same_index(e) ||
+			    zp_entry_member_nr(f) != zp_entry_member_nr(e) + run)
+				break;
+		}
+		ret = load_group(pool, group_of(pool, e), zp_entry_member_nr(e), run,
+				 dst + (size_t)i * ZP_PAGE_SIZE);
+		if (ret)
+			return ret;
+		i += run;
+	}
+	return 0;
+}
+
+/*
+ * Free the object of @handle, but not its handle-table entry; false if
+ * another thread freed it meanwhile.
+ */
+static bool free_obj(struct zpool *pool, zpool_handle_t handle)
 {
 	uint64_t e = lookup(pool, handle);
 	struct zpool__codec *codec = NULL;
 	struct size_class *c;
 	struct zspage *zsp;
-	size_t len;
+
+	if (zp_entry_tag(e) != ZP_TAG_OBJ)
+		return false;
+	c = pool->classes[zp_entry_class(e)];
+	zpool__write_lock(c->lock);
+	e = relookup(pool, handle, c);
+	if (!e) {
+		zpool__rw_unlock(c->lock);
+		return false;
+	}
+	/* Dead before unlocking, so compaction never moves a freed slot. */
+	atomic_store_explicit(zpool__table_slot(&pool->handles, (uint32_t)handle), 0,
+			      memory_order_release);
+	zsp = zpool__zspage(pool, zp_entry_zspage(e));
+	if (zp_entry_has_codec(e))
+		codec = (struct zpool__codec *)obj_codec(
+			pool, zpool__obj_addr(c, zsp, zp_entry_slot(e)));
+	zpool__obj_free(pool, c, zsp, zp_entry_slot(e));
+	zpool__rw_unlock(c->lock);
+	if (codec)
+		codec_put(pool, codec);
+	atomic_fetch_sub(&pool->compr_bytes, zp_entry_obj_len(e));
+	if (c->huge)
+		atomic_fetch_sub(&pool->huge_pages, 1);
+	return true;
+}
+
+/*
+ * A page of a group drops its reference; the last one frees the group's
+ * object.  The entry is cleared by a compare-exchange, so a page freed
+ * twice at once drops one reference, not two.
+ */
+static void free_member(struct zpool *pool, zpool_handle_t handle, uint64_t e)
+{
+	uint64_t w;
+
+	if (!atomic_compare_exchange_strong(zpool__table_slot(&pool->handles, (uint32_t)handle),
+					    &e, 0))
+		return;
+	w = atomic_fetch_sub_explicit(zpool__table_slot(&pool->groups, zp_entry_same_index(e)),
+				      ZP_GROUP_REF, memory_order_acq_rel);
+	if (zp_group_refs(w) == 1) {
+		if (free_obj(pool, zp_group_handle(w)))
+			zpool__table_free(pool, &pool->handles, zp_group_handle(w));
+		zpool__table_free(pool, &pool->groups, zp_entry_same_index(e));
+	}
+	atomic_fetch_sub(&pool->orig_pages, 1);
+	zpool__table_free(pool, &pool->handles, (uint32_t)handle);
+}
+
+void zpool_free(struct zpool *pool, zpool_handle_t handle)
+{
+	uint64_t e = lookup(pool, handle);
 
 	if (!e)
 		return;
+	if (zp_entry_is_member(e)) {
+		free_member(pool, handle, e);
+		return;
+	}
 	if (zp_entry_tag(e) == ZP_TAG_SAME) {
 		zpool__table_free(pool, &pool->same, zp_entry_same_index(e));
 		atomic_fetch_sub(&pool->same_pages, 1);
-	} else {
-		c = pool->classes[zp_entry_class(e)];
-		zpool__write_lock(c->lock);
-		/* Freed by another thread meanwhile: nothing left to do. */
-		e = relookup(pool, handle, c);
-		if (!e) {
-			zpool__rw_unlock(c->lock);
-			return;
-		}
-		/* Dead before unlocking, so compaction never moves a freed slot. */
-		atomic_store_explicit(zpool__table_slot(&pool->handles, (uint32_t)handle), 0,
-				      memory_order_release);
-		zsp = zpool__zspage(pool, zp_entry_zspage(e));
-		if (zp_entry_has_codec(e))
-			codec = (struct zpool__codec *)obj_codec(
-				pool, zpool__obj_addr(c, zsp, zp_entry_slot(e)));
-		zpool__obj_free(pool, c, zsp, zp_entry_slot(e));
-		zpool__rw_unlock(c->lock);
-		if (codec)
-			codec_put(pool, codec);
-		len = zp_entry_obj_len(e);
-		atomic_fetch_sub(&pool->compr_bytes, len);
-		if (c->huge)
-			atomic_fetch_sub(&pool->huge_pages, 1);
+	} else if (!free_obj(pool, handle)) {
+		return; /* freed by another thread meanwhile: nothing left to do */
 	}
 	atomic_fetch_sub(&pool->orig_pages, 1);
 	zpool__table_free(pool, &pool->handles, (uint32_t)handle);
@@ -627,6 +886,8 @@ size_t zpool_obj_size(struct zpool *pool, zpool_handle_t handle)
 {
 	uint64_t e = lookup(pool, handle);
 
+	if (zp_entry_is_member(e))
+		e = lookup(pool, zp_group_handle(group_of(pool, e)));
 	return zp_entry_tag(e) == ZP_TAG_OBJ ? zp_entry_obj_len(e) : 0;
 }
 
@@ -693,6 +954,11 @@ int zpool__corrupt(struct zpool *pool, zpool_handle_t handle, size_t offset,
 	struct size_class *c;
 	struct zspage *zsp;
 
+	if (zp_entry_is_member(e)) {
+		/* A page of a group: its group's object. */
+		handle = zp_group_handle(group_of(pool, e));
+		e = lookup(pool, handle);
+	}
 	if (zp_entry_tag(e) != ZP_TAG_OBJ || offset >= zp_entry_obj_len(e))
 		return -EINVAL;
 	c = pool->classes[zp_entry_class(e)];

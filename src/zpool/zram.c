@@ -236,6 +236,86 @@ static int write_page(struct zram *z, uint64_t index, const void *src)
 	return 0;
 }
 
+/*
+ * Pages @index.. @index + @nr - 1, whole, from @src: stored together (the
+ * pool compresses them as one object when ZPOOL_F_MULTI_PAGE is set), then
+ * put in their slots one at a time, each page as atomic as write_page()'s.
+ */
+static int write_pages(struct zram *z, uint64_t index, const unsigned char *src,
+		       unsigned int nr)
+{
+	struct zram_slot *s[ZP_GROUP_PAGES];
+	zpool_handle_t h[ZP_GROUP_PAGES];
+	unsigned int i;
+	uint32_t old;
+	int ret;
+
+	for (i = 0; i < nr; i++) {
+		s[i] = slot_for_write(z, index + i);
+		if (!s[i])
+			return -ENOMEM;
+	}
+	ret = zpool_store_pages(z->pool, src, nr, h);
+	if (ret) {
+		atomic_fetch_add(&z->failed_writes, 1);
+		return ret;
+	}
+	for (i = 0; i < nr; i++) {
+		slot_lock(s[i]);
+		old = slot_swap(z, s[i], (uint32_t)h[i]);
+		slot_unlock(s[i]);
+		if (old)
+			zpool_free(z->pool, old);
+	}
+	return 0;
+}
+
+/*
+ * Pages @index.. @index + @nr - 1, whole, into @dst, so that the pages of a
+ * group are decompressed once, not once per page.  Their slots are locked
+ * in ascending order (no other path holds two) for zpool_load_pages() to
+ * find every handle alive.  1 if a page is on the backing disk or has no
+ * leaf: nothing was read, and the caller reads page by page.
+ */
+static int read_pages(struct zram *z, uint64_t index, unsigned char *dst, unsigned int nr)
+{
+	struct zram_slot *s[ZP_GROUP_PAGES];
+	zpool_handle_t h[ZP_GROUP_PAGES];
+	unsigned int i, j, locked;
+	int ret = 0;
+
+	for (i = 0; i < nr; i++) {
+		s[i] = zram__slot_get(z, index + i, false);
+		if (!s[i])
+			return 1;
+	}
+	for (locked = 0; locked < nr && !ret; locked++) {
+		slot_lock(s[locked]);
+		if (atomic_load_explicit(&s[locked]->flags, memory_order_relaxed) & ZRAM_WB)
+			ret = 1;
+		h[locked] = s[locked]->handle;
+	}
+	/* Runs of stored pages between pages never written (handle 0). */
+	for (i = 0; !ret && i < nr; i = j) {
+		if (!h[i]) {
+			memset(dst + (size_t)i * ZP_PAGE_SIZE, 0, ZP_PAGE_SIZE);
+			j = i + 1;
+			continue;
+		}
+		for (j = i + 1; j < nr && h[j]; j++)
+			;
+		ret = zpool_load_pages(z->pool, h + i, j - i, dst + (size_t)i * ZP_PAGE_SIZE);
+		if (ret)
+			atomic_fetch_add(&z->failed_reads, 1);
+	}
+	for (i = 0; i < locked; i++) {
+		if (ret != 1)
+			slot_touch(z, s[i]);
+		slot_unlock(s[i]);
+	}
+	return ret;
+}
+
 static bool all_zero(const unsigned char *p, size_t len)
 {
 	return !len || (!p[0] && !memcmp(p, p + 1, len - 1));
@@ -314,6 +394,7 @@ static void zram_rw(struct zram *z, struct bio *bio)
 	uint64_t pos = bio->bi_iter.bi_sector << BVEC_SECTOR_SHIFT;
 	struct bvec_iter iter = bio->bi_iter;
 	bool write = op_is_write(bio->bi_opf);
+	bool multi = z->pool_cfg.flags & ZPOOL_F_MULTI_PAGE;
 
 	if (iter.bi_size % BVEC_SECTOR_SIZE) {
 		atomic_fetch_add(&z->invalid_io, 1);
@@ -324,18 +405,33 @@ static void zram_rw(struct zram *z, struct bio *bio)
 		struct bio_vec bv = mp_bvec_iter_bvec(bio->bi_io_vec, iter);
 		uint64_t index = pos / ZP_PAGE_SIZE;
 		unsigned int off = (unsigned int)(pos % ZP_PAGE_SIZE);
-		unsigned char *mem;
-		int ret;
+		unsigned int nr = 1;
+		unsigned char *mem = bvec_virt(&bv);
+		int ret = 1;
 
-		if (bv.bv_len > ZP_PAGE_SIZE - off)
-			bv.bv_len = (unsigned int)(ZP_PAGE_SIZE - off);
-		mem = bvec_virt(&bv);
-		if (!write)
-			ret = read_page(z, bio, index, off, mem, bv.bv_len);
-		else if (off == 0 && bv.bv_len == ZP_PAGE_SIZE)
-			ret = write_page(z, index, mem);
-		else
-			ret = write_partial(z, bio, index, off, mem, bv.bv_len);
+		/*
+		 * Whole pages contiguous in memory, up to the end of their
+		 * aligned group, go together: a group then always covers the
+		 * same pages of the disk, however the writes were cut.
+		 */
+		if (multi && !off && bv.bv_len >= 2 * ZP_PAGE_SIZE)
+			nr = (unsigned int)zpool__min(bv.bv_len / ZP_PAGE_SIZE,
+						      ZP_GROUP_PAGES - index % ZP_GROUP_PAGES);
+		if (nr > 1)
+			ret = write ? write_pages(z, index, mem, nr) : read_pages(z, index, mem, nr);
+		if (ret != 1) {
+			bv.bv_len = (unsigned int)(nr * ZP_PAGE_SIZE);
+		} else {
+			/* One page, or part of one. */
+			if (bv.bv_len > ZP_PAGE_SIZE - off)
+				bv.bv_len = (unsigned int)(ZP_PAGE_SIZE - off);
+			if (!write)
+				ret = read_page(z, bio, index, off, mem, bv.bv_len);
+			else if (off == 0 && bv.bv_len == ZP_PAGE_SIZE)
+				ret = write_page(z, index, mem);
+			else
+				ret = write_partial(z, bio, index, off, mem, bv.bv_len);
+		}
 		if (ret) {
 			bio->bi_status = page_status(ret);
 			return;
@@ -723,7 +819,7 @@ static bool handle_is_zero(struct zpool *pool, uint32_t handle)
 	if (!pool)
 		return false;
 	e = zpool__table_get(&pool->handles, handle);
-	return zp_entry_tag(e) == ZP_TAG_SAME &&
+	return zp_entry_tag(e) == ZP_TAG_SAME && !zp_entry_is_member(e) &&
 	       !zpool__table_get(&pool->same, zp_entry_same_index(e));
 }
 

@@ -200,6 +200,13 @@ static uint32_t selected(struct zram *z, struct scan *sc, struct zram_slot *s)
 
 	if (!pool_page(z, s) || (f & ZRAM_INCOMPRESSIBLE) || slot_prio(f) >= sc->hi)
 		return 0;
+	/*
+	 * A page compressed with others (ZPOOL_F_MULTI_PAGE) has no class of
+	 * its own to beat, and alone it would mostly come out larger than
+	 * its share of the group.
+	 */
+	if (!zpool__obj_class_size(z->pool, s->handle))
+		return 0;
 	if ((sc->p->type == ZRAM_RECOMP_IDLE || sc->p->type == ZRAM_RECOMP_HUGE_IDLE) &&
 	    !(f & ZRAM_IDLE))
 		return 0;

@@ -196,7 +196,7 @@ static void fuzz_zpool(struct input *in)
 	valid = cfg.size >= offsetof(struct zpool_config, compressor) && cfg.size <= sizeof(cfg) &&
 		zpool_has_compressor(eff.compressor ? eff.compressor : "lz4") &&
 		level_ok(eff.compressor ? eff.compressor : "lz4", eff.level) &&
-		eff.max_pages_per_zspage <= 64 && !(eff.flags & ~ZPOOL_F_CHECKSUM) &&
+		eff.max_pages_per_zspage <= 64 && !(eff.flags & ~(ZPOOL_F_CHECKSUM | ZPOOL_F_MULTI_PAGE)) &&
 		(!eff.page_source || (eff.page_source->alloc && eff.page_source->free));
 
 	errno = 0;
@@ -247,7 +247,7 @@ static void fuzz_zram(struct input *in)
 		eff.disksize && eff.disksize <= (uint64_t)UINT32_MAX << BVEC_PAGE_SHIFT &&
 		zpool_has_compressor(eff.pool.compressor ? eff.pool.compressor : "lz4") &&
 		level_ok(eff.pool.compressor ? eff.pool.compressor : "lz4", eff.pool.level) &&
-		eff.pool.max_pages_per_zspage <= 64 && !(eff.pool.flags & ~ZPOOL_F_CHECKSUM);
+		eff.pool.max_pages_per_zspage <= 64 && !(eff.pool.flags & ~(ZPOOL_F_CHECKSUM | ZPOOL_F_MULTI_PAGE));
 
 	errno = 0;
 	z = zram_create(&cfg);

@@ -385,7 +385,7 @@ static void check_frame(const unsigned char *frame, int n, size_t full, const vo
 	ck_assert(memcmp(frame, magic, 4) != 0);
 	if (full)
 		ck_assert_int_le(n + 5, (int)full);
-	ck_assert_int_eq(zpool__codec_decompress(c, frame, (size_t)n, back), 0);
+	ck_assert_int_eq(zpool__codec_decompress(c, frame, (size_t)n, back, PG), 0);
 	ck_assert(!memcmp(back, page, PG));
 }
 #endif
@@ -422,16 +422,16 @@ START_TEST(test_zstd_frames)
 
 	m = ZSTD_compressCCtx(cc, old, sizeof(old), page, PG, level);
 	ck_assert(!ZSTD_isError(m));
-	n = zpool__compress(comp, level, page, PG, &out);
+	n = zpool__compress(comp, level, page, PG, PG, &out);
 	check_frame(out, n, m, page, plain);
-	ck_assert_int_eq(zpool__decompress(comp, old, m, back), 0);
+	ck_assert_int_eq(zpool__decompress(comp, old, m, back, PG), 0);
 	ck_assert(!memcmp(back, page, PG));
 
 	m = ZSTD_compress_usingCDict(cc, old, sizeof(old), page, PG, cd);
 	ck_assert(!ZSTD_isError(m));
-	n = zpool__codec_compress(withdict, page, PG, &out);
+	n = zpool__codec_compress(withdict, page, PG, PG, &out);
 	check_frame(out, n, 0, page, withdict); /* the codec searches harder than zstd's default */
-	ck_assert_int_eq(zpool__codec_decompress(withdict, old, m, back), 0);
+	ck_assert_int_eq(zpool__codec_decompress(withdict, old, m, back, PG), 0);
 	ck_assert(!memcmp(back, page, PG));
 
 	ZSTD_freeCDict(cd);
