@@ -4,7 +4,7 @@
  * stream, an output buffer) belongs to one thread, so stores and loads on
  * different threads never share a lock for compression; it is made on a
  * thread's first use and freed when the thread exits.  zstd's contexts are
- * shared instead, through a small lock-free cache (see zcache_take()).
+ * shared instead, one per CPU (see zcache_get()).
  */
 #include <lz4.h>
 #include <lz4hc.h>
@@ -109,64 +109,114 @@ bool zpool_has_compressor(const char *name)
 }
 
 /*
- * A small cache of things each used within one call (zstd's contexts, group
- * buffers), shared by every thread: a call takes one from the cache, makes
- * one only when the cache is empty, and puts it back afterwards, freeing it
- * if every slot is full.  Things alive are then the calls running at once
- * (which the CPUs bound, give or take preemption) plus at most ZCACHE_SLOTS
- * idle ones.  Each slot is taken by an atomic exchange and filled by a
- * compare-exchange from NULL, so a thing is never in two hands and no lock
- * is held; the acquire and release orders hand its contents from one thread
- * to the next.  Cached things stay reachable from the slots until the
- * process exits.
+ * Things each used within one call (zstd's contexts, group buffers), shared
+ * by every thread, as the kernel's zcomp keeps one stream per CPU: at most
+ * one per CPU is ever made (up to ZCACHE_SLOTS), and a call that finds none
+ * free yields until one comes back.  More would run no faster, since the
+ * CPUs bound the calls running at once, but each would stay resident: made
+ * on demand, nbdkit's 16 workers on 2 CPUs kept five zstd contexts (460
+ * KiB, a third of the plugin's overhead over its pool).  A thing is held
+ * for one call and no lock is taken while holding one, except a group
+ * buffer's holder taking a decompression context, so waiting cannot
+ * deadlock.  Each slot is taken by an atomic exchange and filled by a
+ * compare-exchange from NULL, so a thing is never in two hands; the
+ * acquire and release orders hand its contents from one thread to the
+ * next.  Things stay reachable from the slots until the process exits.
  */
 #define ZCACHE_SLOTS 8
 
-static void *zcache_take(_Atomic(void *) *slots)
+struct zcache {
+	_Atomic(void *) slots[ZCACHE_SLOTS];
+	atomic_uint made;
+};
+
+static unsigned int zcache_cap(void)
+{
+	static atomic_uint cap;
+	unsigned int n = atomic_load_explicit(&cap, memory_order_relaxed);
+
+	if (!n) {
+		n = (unsigned int)zpool__min(zpool__os_cpus(), ZCACHE_SLOTS);
+		atomic_store_explicit(&cap, n, memory_order_relaxed);
+	}
+	return n;
+}
+
+static void *zcache_take(struct zcache *zc)
 {
 	void *p;
 	int i;
 
 	for (i = 0; i < ZCACHE_SLOTS; i++) {
 		/* A plain load first: an empty slot is not worth a locked exchange. */
-		if (!atomic_load_explicit(&slots[i], memory_order_relaxed))
+		if (!atomic_load_explicit(&zc->slots[i], memory_order_relaxed))
 			continue;
-		p = atomic_exchange_explicit(&slots[i], NULL, memory_order_acquire);
+		p = atomic_exchange_explicit(&zc->slots[i], NULL, memory_order_acquire);
 		if (p)
 			return p;
 	}
 	return NULL;
 }
 
-/* Returns false if every slot is full: the caller frees @p. */
-static bool zcache_put(_Atomic(void *) *slots, void *p)
+/* One from @zc, or a new one from @make while there are fewer than the cap. */
+static void *zcache_get(struct zcache *zc, void *(*make)(void))
+{
+	unsigned int n;
+	void *p;
+
+	for (;;) {
+		p = zcache_take(zc);
+		if (p)
+			return p;
+		n = atomic_load_explicit(&zc->made, memory_order_relaxed);
+		if (n >= zcache_cap()) {
+			zpool__os_yield();
+			continue;
+		}
+		if (!atomic_compare_exchange_weak_explicit(&zc->made, &n, n + 1,
+							   memory_order_relaxed,
+							   memory_order_relaxed))
+			continue;
+		p = make();
+		if (!p)
+			atomic_fetch_sub_explicit(&zc->made, 1, memory_order_relaxed);
+		return p;
+	}
+}
+
+/*
+ * Never more made than slots, and the caller holds one: a slot is free,
+ * though a racing put may take the one this scan was about to.
+ */
+static void zcache_put(struct zcache *zc, void *p)
 {
 	void *empty;
 	int i;
 
-	for (i = 0; i < ZCACHE_SLOTS; i++) {
+	for (i = 0;; i = (i + 1) % ZCACHE_SLOTS) {
 		empty = NULL;
-		if (atomic_compare_exchange_strong_explicit(&slots[i], &empty, p,
+		if (atomic_compare_exchange_strong_explicit(&zc->slots[i], &empty, p,
 							    memory_order_release,
 							    memory_order_relaxed))
-			return true;
+			return;
 	}
-	return false;
 }
 
-static _Atomic(void *) group_buf_cache[ZCACHE_SLOTS];
+static struct zcache group_bufs;
+
+static void *group_buf_new(void)
+{
+	return zpool__os_alloc(ZP_GROUP_PAGES * ZP_PAGE_SIZE);
+}
 
 void *zpool__group_buf_get(void)
 {
-	void *p = zcache_take(group_buf_cache);
-
-	return p ? p : zpool__os_alloc(ZP_GROUP_PAGES * ZP_PAGE_SIZE);
+	return zcache_get(&group_bufs, group_buf_new);
 }
 
 void zpool__group_buf_put(void *buf)
 {
-	if (!zcache_put(group_buf_cache, buf))
-		zpool__os_free(buf);
+	zcache_put(&group_bufs, buf);
 }
 
 #ifdef ZPOOL_HAVE_ZSTD
@@ -176,7 +226,7 @@ void zpool__group_buf_put(void *buf)
  * DCtx is 94 KiB whatever the input), and each is used only within one call.
  * Kept per thread they cost that much for every thread that ever touched
  * the pool: with nbdkit's 16 workers, 2.9 MiB over a 14 MiB pool.  So they
- * come from the shared cache above.
+ * come from the shared caches above.
  */
 struct zcctx {
 	ZSTD_CCtx *zc;
@@ -185,16 +235,12 @@ struct zcctx {
 	int level;
 };
 
-static _Atomic(void *) cctx_cache[ZCACHE_SLOTS];
-static _Atomic(void *) dctx_cache[ZCACHE_SLOTS];
+static struct zcache cctxs, dctxs;
 
-static struct zcctx *cctx_get(void)
+static void *cctx_new(void)
 {
-	struct zcctx *c = zcache_take(cctx_cache);
+	struct zcctx *c = zpool__os_alloc(sizeof(*c));
 
-	if (c)
-		return c;
-	c = zpool__os_alloc(sizeof(*c));
 	if (!c)
 		return NULL;
 	c->zc = ZSTD_createCCtx();
@@ -208,25 +254,9 @@ static struct zcctx *cctx_get(void)
 	return c;
 }
 
-static void cctx_put(struct zcctx *c)
+static void *dctx_new(void)
 {
-	if (!zcache_put(cctx_cache, c)) {
-		ZSTD_freeCCtx(c->zc);
-		zpool__os_free(c);
-	}
-}
-
-static ZSTD_DCtx *dctx_get(void)
-{
-	ZSTD_DCtx *zd = zcache_take(dctx_cache);
-
-	return zd ? zd : ZSTD_createDCtx();
-}
-
-static void dctx_put(ZSTD_DCtx *zd)
-{
-	if (!zcache_put(dctx_cache, zd))
-		ZSTD_freeDCtx(zd);
+	return ZSTD_createDCtx();
 }
 
 /*
@@ -238,7 +268,7 @@ static void dctx_put(ZSTD_DCtx *zd)
 static int zstd_compress(struct tctx *t, int level, const ZSTD_CDict *cdict, size_t limit,
 			 const void *src, size_t bytes)
 {
-	struct zcctx *c = cctx_get();
+	struct zcctx *c = zcache_get(&cctxs, cctx_new);
 	bool group = bytes > ZP_PAGE_SIZE;
 	ZSTD_CCtx *zc;
 	size_t r;
@@ -278,7 +308,7 @@ static int zstd_compress(struct tctx *t, int level, const ZSTD_CDict *cdict, siz
 	/* Not kept: a codec, and with it its CDict, may be freed before the next page. */
 	if (cdict)
 		ZSTD_CCtx_reset(zc, ZSTD_reset_session_and_parameters);
-	cctx_put(c);
+	zcache_put(&cctxs, c);
 	return ZSTD_isError(r) ? 0 : (int)r;
 }
 
@@ -291,7 +321,7 @@ static int zstd_decompress(const ZSTD_DDict *ddict, const void *src, size_t len,
 			   size_t bytes)
 {
 	static const unsigned char magic[4] = { 0x28, 0xb5, 0x2f, 0xfd };
-	ZSTD_DCtx *zd = dctx_get();
+	ZSTD_DCtx *zd = zcache_get(&dctxs, dctx_new);
 	size_t r;
 
 	if (!zd)
@@ -304,7 +334,7 @@ static int zstd_decompress(const ZSTD_DDict *ddict, const void *src, size_t len,
 	if (ddict)
 		ZSTD_DCtx_refDDict(zd, ddict);
 	r = ZSTD_decompressDCtx(zd, dst, bytes, src, len);
-	dctx_put(zd); /* a DDict referenced is dropped by the next user's reset, unread */
+	zcache_put(&dctxs, zd); /* a DDict referenced is dropped by the next user's reset, unread */
 	return !ZSTD_isError(r) && r == bytes ? 0 : -EIO;
 }
 #endif

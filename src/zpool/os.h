@@ -59,6 +59,9 @@ unsigned long long zpool__os_seconds(void);
 /* Let another thread run (spinning on a zram slot lock). */
 void zpool__os_yield(void);
 
+/* CPUs online, at least 1: how many compressions can run at once. */
+unsigned int zpool__os_cpus(void);
+
 /* The default page source: page-aligned mmap chunks, demand paged. */
 int zpool__mmap_source_new(struct zpool_page_source *src);
 void zpool__mmap_source_delete(struct zpool_page_source *src);

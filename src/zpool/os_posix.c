@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -139,6 +140,13 @@ unsigned long long zpool__os_seconds(void)
 void zpool__os_yield(void)
 {
 	sched_yield();
+}
+
+unsigned int zpool__os_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1u : n > 1024 ? 1024u : (unsigned int)n;
 }
 
 /*
