@@ -3,7 +3,7 @@
  * nbdkit-zram-plugin: libzpool's zram device served over NBD.
  *
  *   nbdkit zram size=SIZE [algorithm=NAME] [mem_limit=SIZE] [stripes=N]
- *               [chunk=SIZE] [checksum=BOOL] [stats=FILE]
+ *               [chunk=SIZE] [checksum=BOOL] [multi_page=BOOL] [stats=FILE]
  *               [backing_dev=PATH [writeback=MODE] [idle_secs=N]]
  *
  * Every NBD request becomes one bio over nbdkit's own buffer, submitted to
@@ -53,7 +53,7 @@ static struct {
 	uint64_t size, mem_limit, chunk;
 	const char *algorithm;
 	unsigned int n;
-	bool checksum;
+	bool checksum, multi_page;
 	char *stats_path;
 	char *backing_path;
 	int wb_mode;		/* enum zram_wb_mode, or WB_NONE */
@@ -149,6 +149,10 @@ static int on_config(const char *key, const char *value)
 		if ((b = nbdkit_parse_bool(value)) < 0)
 			return -1;
 		zp.checksum = b;
+	} else if (!strcmp(key, "multi_page")) {
+		if ((b = nbdkit_parse_bool(value)) < 0)
+			return -1;
+		zp.multi_page = b;
 	} else if (!strcmp(key, "stats")) {
 		/* nbdkit changes directory to / once it serves: keep the path absolute. */
 		free(zp.stats_path);
@@ -238,6 +242,7 @@ static int on_config_complete(void)
 	"stripes=<N>         spread the disk over N zram devices (1 to 64)\n" \
 	"chunk=<SIZE>        stripe chunk, a power of two of at least a page (64K)\n" \
 	"checksum=<BOOL>     XXH3 checksum every stored page, checked on read\n" \
+	"multi_page=<BOOL>   compress up to 32 KiB of pages together (off)\n" \
 	"stats=<FILE>        keep zram's mm_stat and io_stat in FILE\n" \
 	"backing_dev=<PATH>  file or block device that zram writes pages back to\n" \
 	"writeback=<MODE>    idle (default), huge, huge_idle, incompressible, all, none\n" \
@@ -257,7 +262,8 @@ static void device_config(struct zram_config *cfg)
 	cfg->disksize = zp.disksize / zp.n;
 	cfg->pool.compressor = zp.algorithm;
 	cfg->pool.mem_limit = zp.mem_limit / zp.n;
-	cfg->pool.flags = zp.checksum ? ZPOOL_F_CHECKSUM : 0;
+	cfg->pool.flags = (zp.checksum ? ZPOOL_F_CHECKSUM : 0) |
+			  (zp.multi_page ? ZPOOL_F_MULTI_PAGE : 0);
 	if (zp.mem_limit && !cfg->pool.mem_limit)
 		cfg->pool.mem_limit = 1; /* a limit below one byte a stripe is still a limit */
 }
