@@ -57,7 +57,7 @@ struct zblk {
 	/* options */
 	char *disksize_s, *mem_limit_s, *chunk_s, *algorithm, *max_write_s, *stripes_s;
 	char *mountpoint;
-	int null, writeback, splice, page_cache, help, version;
+	int null, writeback, splice, page_cache, multi_page, help, version;
 	unsigned int max_write;
 	/* devices */
 	uint64_t disksize, chunk;
@@ -94,6 +94,7 @@ static const struct fuse_opt zblk_opts[] = {
 	OPT("writeback", writeback),
 	OPT("splice", splice),
 	OPT("page_cache", page_cache),
+	OPT("multi_page", multi_page),
 	OPT("backing_dev=%s", backing_dev),
 	OPT("-h", help),
 	OPT("--help", help),
@@ -917,6 +918,8 @@ static void usage(FILE *out)
 		"                           writes go one at a time)\n"
 		"    -o backing_dev=PATH    file or block device for zram's writeback (a missing\n"
 		"                           or empty file is made at disksize)\n"
+		"    -o multi_page          compress up to 32 KiB of pages together (smaller;\n"
+		"                           see zblk(1) for what it costs)\n"
 		"    -o null                store nothing, read zeroes: FUSE's own cost\n"
 		"    -h, --help             this help, then FUSE's options\n"
 		"    -V, --version          the versions of libbvec and FUSE\n");
@@ -1007,6 +1010,8 @@ static int make_devices(void)
 	}
 	cfg.pool.compressor = zb.algorithm;
 	cfg.pool.mem_limit = limit / zb.n;
+	if (zb.multi_page)
+		cfg.pool.flags |= ZPOOL_F_MULTI_PAGE;
 	for (k = 0; k < zb.n; k++) {
 		zb.zram[k] = zram_create(&cfg);
 		if (!zb.zram[k]) {
