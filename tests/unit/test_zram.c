@@ -12,17 +12,42 @@
 #define DISK_PAGES 64
 #define DISK_BYTES (DISK_PAGES * PG)
 
-static struct zram *new_zram(uint64_t bytes, uint64_t limit)
+/* ZP_GROUP_PAGES, or 2 where a group is one page, so runs still span pages. */
+#define GRP (ZP_GROUP_PAGES > 1 ? ZP_GROUP_PAGES : 2u)
+
+static struct zram *new_zram_flags(uint64_t bytes, uint64_t limit, uint32_t flags)
 {
 	struct zram_config cfg = ZRAM_CONFIG_INIT;
 	struct zram *z;
 
 	cfg.disksize = bytes;
 	cfg.pool.mem_limit = limit;
-	cfg.pool.flags = ZPOOL_F_CHECKSUM;
+	cfg.pool.flags = flags;
 	z = zram_create(&cfg);
 	ck_assert_ptr_nonnull(z);
 	return z;
+}
+
+static struct zram *new_zram(uint64_t bytes, uint64_t limit)
+{
+	return new_zram_flags(bytes, limit, ZPOOL_F_CHECKSUM);
+}
+
+/* Loop tests run each case without and with ZPOOL_F_MULTI_PAGE. */
+static uint32_t loop_flags(int i, int loops)
+{
+	return ZPOOL_F_CHECKSUM | (i >= loops / 2 ? ZPOOL_F_MULTI_PAGE : 0);
+}
+
+static bool all_zero_page(const unsigned char *p)
+{
+	return !p[0] && !memcmp(p, p + 1, PG - 1);
+}
+
+/* What zpool stores as a same-filled page: one machine word repeated. */
+static bool page_same(const unsigned char *p)
+{
+	return !memcmp(p, p + sizeof(unsigned long), PG - sizeof(unsigned long));
 }
 
 /* One bio over @len bytes at @mem (any alignment), in 1 to 3 pieces. */
@@ -86,35 +111,85 @@ START_TEST(test_invalid_config)
 }
 END_TEST
 
-/* Random reads, writes, discards and zeroings against a flat model. */
+/*
+ * Bytes [@start, @start + @len) of a disk whose pages are each of one
+ * random kind, into @dst: with ZPOOL_F_MULTI_PAGE, runs of compressible
+ * pages form groups, broken by same-filled and incompressible ones.
+ */
+static void fill_pages(struct rng *rng, unsigned char *dst, uint64_t start, unsigned int len)
+{
+	static const enum page_kind kinds[] = { PAGE_TEXT, PAGE_TEXT, PAGE_BINARY, PAGE_SIZED,
+		PAGE_TEXT, PAGE_ZERO, PAGE_SAME, PAGE_RANDOM };
+	unsigned char page[PG];
+	uint64_t pos = start;
+
+	while (pos < start + len) {
+		unsigned int off = (unsigned int)(pos % PG);
+		unsigned int n = (unsigned int)zpool__min(PG - off, start + len - pos);
+
+		make_page(page, kinds[rng_range(rng, 0, 7)], rng_next(rng),
+			  rng_range(rng, 0, (unsigned int)PG / 2));
+		memcpy(dst + (pos - start), page + off, n);
+		pos += n;
+	}
+}
+
+/*
+ * Random reads, writes, discards and zeroings against a flat model.  The
+ * loops with ZPOOL_F_MULTI_PAGE write and read runs of up to two groups
+ * and more, at every alignment, scattered or in one buffer, so groups get
+ * overwritten in part, patched a sector at a time and discarded by member.
+ */
 START_TEST(test_model)
 {
-	struct zram *z = new_zram(DISK_BYTES - 1000, 0); /* rounds up to a page */
+	const uint32_t flags = loop_flags(_i, 6);
+	const bool multi = flags & ZPOOL_F_MULTI_PAGE;
+	const unsigned int max_pages = multi ? 2 * GRP + 2 : 2;
+	struct zram *z = new_zram_flags(DISK_BYTES - 1000, 0, flags); /* rounds up to a page */
 	unsigned char *model = calloc(1, DISK_BYTES);
-	unsigned char *buf = malloc(3 * PG + 64), *got = malloc(3 * PG + 64);
+	unsigned char *buf = malloc((max_pages + 1) * PG), *got = malloc((max_pages + 1) * PG);
 	bool stored[DISK_PAGES] = { false };
 	struct rng rng = { 4242 + (uint64_t)_i };
+	struct zpool_stats ms, empty;
 	unsigned int step, i;
 
 	ck_assert_uint_eq(get_capacity(zram_disk(z)), DISK_BYTES / 512);
+	zram_mm_stat(z, &empty);
 	for (step = 0; step < test_scale(3000); step++) {
-		unsigned int sectors = rng_range(&rng, 1, (unsigned int)(2 * PG / 512));
+		unsigned int sectors = rng_range(&rng, 1, (unsigned int)(max_pages * PG / 512));
 		uint64_t start = (uint64_t)rng_range(&rng, 0, DISK_BYTES / 512 - sectors) * 512;
 		unsigned int len = sectors * 512, op = rng_range(&rng, 0, 9);
 		unsigned int pieces = rng_range(&rng, 1, 3);
 		unsigned int mis = rng_range(&rng, 0, 7); /* memory misalignment */
-		struct zpool_stats ms;
-		uint64_t n_stored = 0;
+		uint64_t n_stored = 0, n_same = 0;
 
+		/* Whole groups, aligned, in one piece: a group stored or read at once. */
+		if (multi && step % 4 == 0) {
+			sectors = rng_range(&rng, 1, 2) * GRP * (unsigned int)(PG / 512);
+			start = (uint64_t)rng_range(&rng, 0, DISK_PAGES / GRP - 2) * GRP * PG;
+			len = sectors * 512;
+			pieces = 1;
+		}
 		if (op < 4) {
-			for (i = 0; i < len; i++)
-				buf[mis + i] = (unsigned char)(rng_next(&rng) % (op == 0 ? 2 : 256));
+			if (op == 0)
+				for (i = 0; i < len; i++)
+					buf[mis + i] = (unsigned char)(rng_next(&rng) % 2);
+			else
+				fill_pages(&rng, buf + mis, start, len);
 			memcpy(model + start, buf + mis, len);
 			ck_assert_int_eq(do_io(z, REQ_OP_WRITE, start, buf + mis, len, pieces), 0);
 			for (i = (unsigned int)(start / PG); i <= (start + len - 1) / PG; i++)
 				stored[i] = true;
 		} else if (op < 8) {
-			ck_assert_int_eq(do_io(z, REQ_OP_READ, start, got + mis, len, 1), 0);
+			ck_assert_int_eq(do_io(z, REQ_OP_READ, start, got + mis, len,
+					       op < 6 ? 1 : pieces), 0);
+			if (op >= 6)
+				/* do_io() left a byte between pieces; close the gaps. */
+				for (i = 1; i < pieces; i++)
+					memmove(got + mis + i * (len / pieces),
+						got + mis + i * (len / pieces) + i,
+						i < pieces - 1 ? len / pieces :
+								 len - i * (len / pieces));
 			ck_assert_mem_eq(got + mis, model + start, len);
 		} else {
 			blk_opf_t o = op == 8 ? REQ_OP_DISCARD : REQ_OP_WRITE_ZEROES;
@@ -126,15 +201,31 @@ START_TEST(test_model)
 				stored[p] = false;
 		}
 		zram_mm_stat(z, &ms);
-		for (i = 0; i < DISK_PAGES; i++)
+		for (i = 0; i < DISK_PAGES; i++) {
 			n_stored += stored[i];
+			n_same += stored[i] && page_same(model + (size_t)i * PG);
+		}
 		ck_assert_uint_eq(ms.orig_data_size, n_stored * PG);
+		ck_assert_uint_eq(ms.objects, n_stored);
+		ck_assert_uint_eq(ms.same_pages, n_same);
 	}
 	/* Everything, through one large bio. */
 	free(got);
 	got = malloc(DISK_BYTES + 8);
 	ck_assert_int_eq(do_io(z, REQ_OP_READ, 0, got + 3, DISK_BYTES, 1), 0);
 	ck_assert_mem_eq(got + 3, model, DISK_BYTES);
+	/* Discarding everything gives every group back, whatever is left of it. */
+	ck_assert_int_eq(do_io(z, REQ_OP_DISCARD, 0, NULL, DISK_BYTES, 1), 0);
+	zram_compact(z);
+	zram_mm_stat(z, &ms);
+	ck_assert_uint_eq(ms.orig_data_size, 0);
+	ck_assert_uint_eq(ms.compr_data_size, 0);
+	ck_assert_uint_eq(ms.same_pages, 0);
+	ck_assert_uint_eq(ms.huge_pages, 0);
+	ck_assert_uint_eq(ms.objects, 0);
+	ck_assert_int_eq(zram_reset(z), 0);
+	zram_mm_stat(z, &ms);
+	ck_assert_uint_eq(ms.mem_used_total, empty.mem_used_total);
 	zram_destroy(z);
 	free(model);
 	free(buf);
@@ -195,6 +286,184 @@ START_TEST(test_mem_limit_keeps_old_data)
 	zram_io_stat(z, &io);
 	ck_assert_uint_eq(io.failed_writes, 2);
 	zram_destroy(z);
+}
+END_TEST
+
+/*
+ * ZPOOL_F_MULTI_PAGE through the device: a run of compressible pages takes
+ * less than page by page; freeing members one at a time keeps the group
+ * until its last member goes; a run cut in part by overwrites, sub-page
+ * writes and discards still reads back as written, in one bio or many.
+ */
+START_TEST(test_multi_groups)
+{
+	const unsigned int n = 2 * GRP;
+	struct zram *single = new_zram_flags(DISK_BYTES, 0, 0);
+	struct zram *z = new_zram_flags(DISK_BYTES, 0, ZPOOL_F_MULTI_PAGE);
+	unsigned char *model = calloc(1, DISK_BYTES), *got = malloc(DISK_BYTES);
+	struct zpool_stats a, b;
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		make_page(model + (size_t)i * PG, PAGE_TEXT, i, 0);
+	ck_assert_int_eq(do_io(single, REQ_OP_WRITE, 0, model, n * PG, 1), 0);
+	ck_assert_int_eq(do_io(z, REQ_OP_WRITE, 0, model, n * PG, 1), 0);
+	zram_mm_stat(single, &a);
+	zram_mm_stat(z, &b);
+	ck_assert_uint_eq(b.orig_data_size, (uint64_t)n * PG);
+	ck_assert_uint_eq(b.objects, n);
+	if (ZP_GROUP_PAGES > 1)
+		ck_assert_uint_lt(b.compr_data_size, a.compr_data_size);
+
+	/* A member discarded: its group's bytes stay while the others live. */
+	ck_assert_int_eq(do_io(z, REQ_OP_DISCARD, 3 * PG, NULL, (unsigned int)PG, 1), 0);
+	memset(model + 3 * PG, 0, PG);
+	zram_mm_stat(z, &a);
+	ck_assert_uint_eq(a.orig_data_size, (uint64_t)(n - 1) * PG);
+	if (ZP_GROUP_PAGES > 1)
+		ck_assert_uint_eq(a.compr_data_size, b.compr_data_size);
+	/* Two members replaced by a group of their own, straddling nothing. */
+	make_page(model + 1 * PG, PAGE_BINARY, 101, 0);
+	make_page(model + 2 * PG, PAGE_BINARY, 102, 0);
+	ck_assert_int_eq(do_io(z, REQ_OP_WRITE, PG, model + PG, 2 * (unsigned int)PG, 1), 0);
+	/* A sector of a member patched: read, modify, store alone. */
+	memset(model + 5 * PG + 512, 0x5a, 512);
+	ck_assert_int_eq(do_io(z, REQ_OP_WRITE, 5 * PG + 512, model + 5 * PG + 512, 512, 1), 0);
+	/* Write-zeroes of the last sector of a member, and of a whole member. */
+	ck_assert_int_eq(do_io(z, REQ_OP_WRITE_ZEROES, 7 * PG - 512, NULL, 512, 1), 0);
+	memset(model + 7 * PG - 512, 0, 512);
+	ck_assert_int_eq(do_io(z, REQ_OP_WRITE_ZEROES, (GRP + 1) * PG, NULL, (unsigned int)PG, 1),
+			 0);
+	memset(model + (GRP + 1) * PG, 0, PG);
+	/* Across the group boundary, from mid-page, in one buffer and in three. */
+	make_page(got, PAGE_TEXT, 999, 0);
+	make_page(got + PG, PAGE_TEXT, 998, 0);
+	make_page(got + 2 * PG, PAGE_TEXT, 997, 0);
+	memcpy(model + (GRP - 2) * PG + 1024, got, 3 * PG - 1024);
+	ck_assert_int_eq(do_io(z, REQ_OP_WRITE, (GRP - 2) * PG + 1024, got,
+			       3 * (unsigned int)PG - 1024, 1), 0);
+	for (i = 1; i <= 3; i++) {
+		memset(got, 0xee, 2 * n * PG / 2);
+		ck_assert_int_eq(do_io(z, REQ_OP_READ, 0, got, n * PG, 1), 0);
+		ck_assert_mem_eq(got, model, (size_t)n * PG);
+		ck_assert_int_eq(do_io(z, REQ_OP_READ, PG / 2, got, (n - 1) * PG, 1), 0);
+		ck_assert_mem_eq(got, model + PG / 2, (size_t)(n - 1) * PG);
+		/* Every single page alone, a member decompressed for itself. */
+		ck_assert_int_eq(do_io(z, REQ_OP_READ, (i + 3) * PG, got, (unsigned int)PG, 1), 0);
+		ck_assert_mem_eq(got, model + (i + 3) * PG, PG);
+		zram_compact(z);
+	}
+	/* Every member gone, one page at a time: the groups went with the last. */
+	for (i = 0; i < n; i++)
+		ck_assert_int_eq(do_io(z, REQ_OP_DISCARD, (uint64_t)(n - 1 - i) * PG, NULL,
+				       (unsigned int)PG, 1), 0);
+	zram_mm_stat(z, &a);
+	ck_assert_uint_eq(a.orig_data_size, 0);
+	ck_assert_uint_eq(a.compr_data_size, 0);
+	ck_assert_uint_eq(a.objects, 0);
+	zram_destroy(single);
+	zram_destroy(z);
+	free(model);
+	free(got);
+}
+END_TEST
+
+/*
+ * The mem_limit rule with ZPOOL_F_MULTI_PAGE: a write the limit refuses
+ * fails its bio, every page of the refused run keeps its old data and
+ * failed_writes counts it.  A bio of several runs stops at the refused
+ * one: the pages before it are new, those from it on are old.
+ */
+START_TEST(test_mem_limit_multi)
+{
+	enum { N = 256 };
+	const unsigned int maxp = 2 * GRP + 1;
+	struct zram *z = new_zram_flags(N * PG, 0, ZPOOL_F_MULTI_PAGE | ZPOOL_F_CHECKSUM);
+	unsigned char *model = malloc((size_t)N * PG), *buf = malloc((maxp + 1) * PG);
+	unsigned char *got = malloc((size_t)(maxp + 1) * PG), *nw = malloc((size_t)maxp * PG);
+	struct rng rng = { 5150 };
+	struct zpool_stats ms, before;
+	struct zram_io_stat io;
+	unsigned int i, k, step, failed = 0, whole_failed = 0, ok = 0;
+	uint64_t limit;
+
+	for (i = 0; i < N; i++)
+		make_page(model + (size_t)i * PG, i % 5 ? PAGE_TEXT : PAGE_BINARY, i, 0);
+	ck_assert_int_eq(do_io(z, REQ_OP_WRITE, 0, model, N * (unsigned int)PG, 1), 0);
+	zram_mm_stat(z, &ms);
+	limit = ms.mem_used_total + 8 * PG;
+	zram_set_mem_limit(z, limit);
+	for (step = 0; step < test_scale(400); step++) {
+		unsigned int pages = rng_range(&rng, 2, maxp);
+		uint64_t first = rng_range(&rng, 0, N - pages);
+		unsigned int head = step % 3 ? 0 :
+				    rng_range(&rng, 1, (unsigned int)(PG / 512 - 1)) * 512;
+		unsigned int len = pages * (unsigned int)PG - head, p;
+		uint64_t start = first * PG + head;
+		int ret;
+
+		if (step % 8 == 7) {
+			/* Room for more, freed member by member. */
+			ck_assert_int_eq(do_io(z, REQ_OP_DISCARD, first * PG, NULL,
+					       pages * (unsigned int)PG, 1), 0);
+			memset(model + first * PG, 0, (size_t)pages * PG);
+			continue;
+		}
+		/* Some incompressible pages: they need room the limit lacks. */
+		for (p = 0; p < pages; p++)
+			make_page(nw + (size_t)p * PG, (p + step) % 4 ? PAGE_TEXT : PAGE_RANDOM,
+				  1000 * step + p, 0);
+		memcpy(buf, nw + head, len); /* do_io() moves bytes of buf apart */
+		zram_mm_stat(z, &before);
+		ret = do_io(z, REQ_OP_WRITE, start, buf, len, step % 4 ? 1 : 2);
+		if (!ret) {
+			memcpy(model + start, nw + head, len);
+			ok++;
+			continue;
+		}
+		ck_assert_int_eq(ret, -EIO);
+		failed++;
+		/*
+		 * New bytes up to where the refused segment starts, old from
+		 * there: a piece may end mid-page, so the cut is by byte.
+		 */
+		ck_assert_int_eq(do_io(z, REQ_OP_READ, first * PG, got, pages * (unsigned int)PG,
+				       1), 0);
+		ck_assert_mem_eq(got, model + first * PG, head);
+		for (k = 0; k < len && got[head + k] == nw[head + k]; k++)
+			;
+		ck_assert_mem_eq(got + head + k, model + start + k, len - k);
+		memcpy(model + first * PG, got, (size_t)pages * PG);
+		/* Page-aligned, in one piece, within one group: one run, all or nothing. */
+		if (!head && step % 4 && first % GRP + pages <= GRP) {
+			ck_assert_mem_eq(got, model + start, len);
+			zram_mm_stat(z, &ms);
+			ck_assert_uint_eq(ms.orig_data_size, before.orig_data_size);
+			ck_assert_uint_eq(ms.compr_data_size, before.compr_data_size);
+			whole_failed++;
+		}
+		zram_mm_stat(z, &ms);
+		ck_assert_uint_le(ms.mem_used_total, limit);
+	}
+	ck_assert_uint_gt(failed, 0);
+	ck_assert_uint_gt(ok, 0);
+	if (ZP_GROUP_PAGES > 1)
+		ck_assert_uint_gt(whole_failed, 0);
+	zram_io_stat(z, &io);
+	ck_assert_uint_eq(io.failed_writes, failed);
+	zram_set_mem_limit(z, 0);
+	for (i = 0; i < N; i += maxp) {
+		unsigned int n = N - i < maxp ? N - i : maxp;
+
+		ck_assert_int_eq(do_io(z, REQ_OP_READ, (uint64_t)i * PG, got, n * (unsigned int)PG,
+				       1), 0);
+		ck_assert_mem_eq(got, model + (size_t)i * PG, (size_t)n * PG);
+	}
+	zram_destroy(z);
+	free(model);
+	free(buf);
+	free(got);
+	free(nw);
 }
 END_TEST
 
@@ -281,7 +550,7 @@ static void fs_free(void *ctx, void *mem, size_t bytes)
 }
 
 static struct zram *new_zram_src(uint64_t bytes, struct fail_source *f,
-				 struct zpool_page_source *src)
+				 struct zpool_page_source *src, uint32_t flags)
 {
 	struct zram_config cfg = ZRAM_CONFIG_INIT;
 
@@ -292,7 +561,7 @@ static struct zram *new_zram_src(uint64_t bytes, struct fail_source *f,
 	src->ctx = f;
 	src->lazy = false;
 	cfg.disksize = bytes;
-	cfg.pool.flags = ZPOOL_F_CHECKSUM;
+	cfg.pool.flags = flags;
 	cfg.pool.page_source = src;
 	return zram_create(&cfg);
 }
@@ -446,7 +715,7 @@ START_TEST(test_create_refuses)
 
 	/* Every allocation creation makes fails in turn: ENOMEM, nothing leaked. */
 	for (k = 1;; k++) {
-		z = new_zram_src(zpool__max_objects() * PG, &f, &src);
+		z = new_zram_src(zpool__max_objects() * PG, &f, &src, ZPOOL_F_CHECKSUM);
 		ck_assert_ptr_nonnull(z);
 		zram_destroy(z);
 		ck_assert_int_eq(atomic_load(&f.outstanding), 0);
@@ -469,16 +738,19 @@ END_TEST
 
 /*
  * Issue 10: when the page source fails during writes, those writes fail
- * with EIO and every other page reads back as it was.
+ * with EIO and every other page reads back as it was.  With
+ * ZPOOL_F_MULTI_PAGE a third of the writes are runs of whole pages within
+ * one group, in one piece: all of the run is stored or none of it.
  */
 START_TEST(test_page_source_failure)
 {
 	enum { N = 1024 };
+	const uint32_t flags = loop_flags(_i, 2);
 	static unsigned char model[N][PG];
-	unsigned char buf[PG + 8], want[PG];
+	unsigned char buf[GRP * PG + 8], want[GRP * PG];
 	struct zpool_page_source src;
 	struct fail_source f;
-	struct zram *z = new_zram_src((uint64_t)N * PG, &f, &src);
+	struct zram *z = new_zram_src((uint64_t)N * PG, &f, &src, flags);
 	struct rng rng = { 99 };
 	struct zram_io_stat io;
 	unsigned int i, step, failed = 0;
@@ -491,22 +763,56 @@ START_TEST(test_page_source_failure)
 		ck_assert_int_eq(do_io(z, REQ_OP_WRITE, (uint64_t)i * PG, model[i],
 				       (unsigned int)PG, 1), 0);
 	}
+	if (flags & ZPOOL_F_MULTI_PAGE) {
+		/* Groups to fail over, in the lower half. */
+		for (i = N / 4; i < N / 4 + 4 * GRP; i++)
+			make_page(model[i], PAGE_TEXT, i, 0);
+		ck_assert_int_eq(do_io(z, REQ_OP_WRITE, (uint64_t)N / 4 * PG, model[N / 4],
+				       4 * GRP * (unsigned int)PG, 1), 0);
+	}
 	atomic_store(&f.fail, true);
 	for (step = 0; step < test_scale(600); step++) {
 		uint64_t idx = rng_range(&rng, 0, N - 1);
 		unsigned int kind = rng_range(&rng, 0, PAGE_KINDS - 1), off = 0, len = (unsigned int)PG;
+		unsigned int pieces = rng_range(&rng, 1, 3), p, k;
 		int ret;
 
 		make_page(want, (enum page_kind)kind, 1000 + step, rng_range(&rng, 0, (unsigned int)PG));
 		if (step % 3 == 0) {
 			off = rng_range(&rng, 0, (unsigned int)(PG / 512 - 1)) * 512;
 			len = rng_range(&rng, 1, (unsigned int)((PG - off) / 512)) * 512;
+		} else if (step % 3 == 1 && (flags & ZPOOL_F_MULTI_PAGE)) {
+			unsigned int n = rng_range(&rng, 2, GRP);
+
+			idx = (idx % (N / 2)) / GRP * GRP + rng_range(&rng, 0, GRP - n);
+			for (p = 1; p < n; p++)
+				make_page(want + p * PG, p % 2 ? PAGE_TEXT : PAGE_BINARY, step + p,
+					  0);
+			len = n * (unsigned int)PG;
+			pieces = 1;
 		}
 		memcpy(buf, want, len); /* do_io() moves bytes apart for its gaps */
-		ret = do_io(z, REQ_OP_WRITE, idx * PG + off, buf, len, rng_range(&rng, 1, 3));
+		ret = do_io(z, REQ_OP_WRITE, idx * PG + off, buf, len, pieces);
 		ck_assert_msg(ret == 0 || ret == -EIO, "write: %d", ret);
-		if (!ret)
-			memcpy(model[idx] + off, want, len);
+		if (ret) {
+			/*
+			 * A piece before the refused one is written (the bio
+			 * stops there): new bytes up to a point, old after it.
+			 * One piece of whole pages is one run: all old.
+			 */
+			ck_assert_int_eq(do_io(z, REQ_OP_READ, idx * PG, buf,
+					       (off + len + PG - 1) / PG * (unsigned int)PG, 1), 0);
+			for (k = 0; k < len && buf[off + k] == want[k]; k++)
+				;
+			if (pieces == 1)
+				k = 0;
+			ck_assert_mem_eq(buf, model[idx], off);
+			for (p = off + k; k < len && buf[p] == model[idx + p / PG][p % PG]; p++)
+				k++;
+			ck_assert_uint_eq(k, len);
+		}
+		for (k = 0; k < len; k++)
+			model[idx + (off + k) / PG][(off + k) % PG] = ret ? buf[off + k] : want[k];
 		failed += ret != 0;
 	}
 	ck_assert_uint_gt(failed, 0);
@@ -592,6 +898,7 @@ struct racer {
 	struct zram *z;
 	atomic_int *stop;
 	unsigned int id;
+	unsigned int max_pages;
 	int err;
 };
 
@@ -599,18 +906,19 @@ static void *race_io(void *arg)
 {
 	struct racer *r = arg;
 	struct rng rng = { 77 + r->id };
-	unsigned char buf[2 * PG + 8];
-	unsigned int n = 0;
+	unsigned char *buf = malloc((size_t)r->max_pages * PG + 8);
+	unsigned int n = 0, p;
 
 	while (!atomic_load(r->stop) || n < 50) {
-		unsigned int sectors = rng_range(&rng, 1, (unsigned int)(2 * PG / 512));
+		unsigned int sectors = rng_range(&rng, 1, (unsigned int)(r->max_pages * PG / 512));
 		uint64_t start = (uint64_t)rng_range(&rng, 0, DISK_BYTES / 512 - sectors) * 512;
 		unsigned int op = rng_range(&rng, 0, 5), len = sectors * 512;
 		int ret;
 
-		make_page(buf, (enum page_kind)(op % PAGE_KINDS), n, 100);
-		make_page(buf + PG, (enum page_kind)(op % PAGE_KINDS), n + 1, 100);
-		memset(buf + 2 * PG, 0, 8);
+		for (p = 0; p < r->max_pages; p++)
+			make_page(buf + (size_t)p * PG, (enum page_kind)((op + p / 2) % PAGE_KINDS),
+				  n + p, 100);
+		memset(buf + (size_t)r->max_pages * PG, 0, 8);
 		if (op < 3)
 			ret = do_io(r->z, REQ_OP_WRITE, start, buf, len, rng_range(&rng, 1, 3));
 		else if (op < 5)
@@ -623,6 +931,7 @@ static void *race_io(void *arg)
 			r->err = ret;
 		n++;
 	}
+	free(buf);
 	return NULL;
 }
 
@@ -654,7 +963,8 @@ static void *race_control(void *arg)
 
 START_TEST(test_races)
 {
-	struct zram *z = new_zram(DISK_BYTES, 0);
+	const uint32_t flags = loop_flags(_i, 2);
+	struct zram *z = new_zram_flags(DISK_BYTES, 0, flags);
 	atomic_int stop = 0;
 	struct racer r[4];
 	pthread_t t[4];
@@ -665,6 +975,7 @@ START_TEST(test_races)
 		r[i].z = z;
 		r[i].stop = &stop;
 		r[i].id = i % 2;
+		r[i].max_pages = flags & ZPOOL_F_MULTI_PAGE ? 2 * GRP + 1 : 2;
 		r[i].err = 0;
 		ck_assert_int_eq(pthread_create(&t[i], NULL, i < 2 ? race_io : race_control,
 						&r[i]), 0);
@@ -680,6 +991,112 @@ START_TEST(test_races)
 	make_page(page, PAGE_TEXT, 1, 0);
 	ck_assert_int_eq(do_io(z, REQ_OP_WRITE, 0, page, (unsigned int)PG, 1), 0);
 	check_page(z, 0, page);
+	zram_destroy(z);
+}
+END_TEST
+
+/*
+ * Runs of whole pages over overlapping groups on three threads, with
+ * ZPOOL_F_MULTI_PAGE or not: every page read is a whole page some write
+ * gave that very page (its number and generation head it), or zeroes from
+ * a discard, never a mix, never a neighbour's.  Writes and reads start at
+ * any page and may cross a group; discards free members of live groups.
+ */
+struct stamper {
+	struct zram *z;
+	unsigned int id, rounds;
+	int err;
+};
+
+#define ATOMIC_PAGES (4 * GRP)
+
+static void stamp_page(unsigned char *p, uint64_t index, uint64_t gen)
+{
+	uint64_t head = index << 32 | gen;
+
+	make_page(p, PAGE_TEXT, head, 0);
+	memcpy(p, &head, sizeof(head));
+}
+
+/* 0 if @p is zeroes or a page stamped for @index. */
+static int stamp_check(const unsigned char *p, uint64_t index)
+{
+	unsigned char want[PG];
+	uint64_t head;
+
+	memcpy(&head, p, sizeof(head));
+	if (!head)
+		return all_zero_page(p) ? 0 : -EILSEQ;
+	if (head >> 32 != index)
+		return -ENXIO;
+	stamp_page(want, index, head & 0xffffffffu);
+	return memcmp(p, want, PG) ? -EILSEQ : 0;
+}
+
+static void *stamp_io(void *arg)
+{
+	struct stamper *t = arg;
+	struct rng rng = { 31 + t->id };
+	unsigned char *buf = malloc((size_t)(2 * GRP + 1) * PG);
+	unsigned int r, p;
+
+	for (r = 0; r < t->rounds && !t->err; r++) {
+		unsigned int n = rng_range(&rng, 1, 2 * GRP + 1);
+		uint64_t first = rng_range(&rng, 0, ATOMIC_PAGES - n);
+		unsigned int op = rng_range(&rng, 0, 9);
+		int ret;
+
+		if (op < 4) {
+			for (p = 0; p < n; p++)
+				stamp_page(buf + (size_t)p * PG, first + p,
+					   (uint64_t)t->id << 24 | r);
+			ret = do_io(t->z, REQ_OP_WRITE, first * PG, buf, n * (unsigned int)PG, 1);
+		} else if (op < 9) {
+			ret = do_io(t->z, REQ_OP_READ, first * PG, buf, n * (unsigned int)PG, 1);
+			for (p = 0; !ret && p < n; p++)
+				ret = stamp_check(buf + (size_t)p * PG, first + p);
+		} else {
+			ret = do_io(t->z, r % 2 ? REQ_OP_DISCARD : REQ_OP_WRITE_ZEROES, first * PG,
+				    NULL, n * (unsigned int)PG, 1);
+		}
+		t->err = ret;
+	}
+	free(buf);
+	return NULL;
+}
+
+static void check_stamped(struct zram *z, uint64_t index)
+{
+	unsigned char page[PG];
+
+	ck_assert_int_eq(do_io(z, REQ_OP_READ, index * PG, page, (unsigned int)PG, 1), 0);
+	ck_assert_int_eq(stamp_check(page, index), 0);
+}
+
+START_TEST(test_multi_atomic)
+{
+	const uint32_t flags = loop_flags(_i, 2);
+	struct zram *z = new_zram_flags(ATOMIC_PAGES * PG, 0, flags);
+	struct stamper t[3];
+	pthread_t th[3];
+	struct zpool_stats ms;
+	unsigned int i;
+
+	for (i = 0; i < 3; i++) {
+		t[i] = (struct stamper){ z, i + 1, test_scale(1500), 0 };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, stamp_io, &t[i]), 0);
+	}
+	for (i = 0; i < 3; i++) {
+		pthread_join(th[i], NULL);
+		ck_assert_msg(t[i].err == 0, "thread %u: %d", i, t[i].err);
+	}
+	for (i = 0; i < ATOMIC_PAGES; i++) {
+		check_stamped(z, i);
+	}
+	ck_assert_int_eq(do_io(z, REQ_OP_DISCARD, 0, NULL, ATOMIC_PAGES * (unsigned int)PG, 1), 0);
+	zram_mm_stat(z, &ms);
+	ck_assert_uint_eq(ms.orig_data_size, 0);
+	ck_assert_uint_eq(ms.compr_data_size, 0);
 	zram_destroy(z);
 }
 END_TEST
@@ -750,20 +1167,23 @@ int main(void)
 		test_invalid_config,
 		test_invalid_io,
 		test_mem_limit_keeps_old_data,
+		test_multi_groups,
+		test_mem_limit_multi,
 		test_stats_idle_compact_reset,
 		test_concurrent_sub_page_writes,
 		test_discard_at_limit,
 		test_sparse_table,
 		test_create_refuses,
-		test_page_source_failure,
-		test_races,
 		test_stats_sum,
 		NULL
 	};
+	const TTest *const flags[] = { test_page_source_failure, test_races, test_multi_atomic,
+		NULL };
 	const TTest *const model[] = { test_model, NULL };
 	const struct test_group groups[] = {
 		{ .name = "device", .tests = device, .timeout = 600 },
-		{ .name = "model", .tests = model, .timeout = 600, .loops = 3 },
+		{ .name = "flags", .tests = flags, .timeout = 600, .loops = 2 },
+		{ .name = "model", .tests = model, .timeout = 600, .loops = 6 },
 		{ .name = NULL },
 	};
 
