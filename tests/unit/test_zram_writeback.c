@@ -12,6 +12,7 @@
 #include <libbvec/zram.h>
 
 #include "pages.h"
+#include "zpool/internal.h" /* ZP_GROUP_PAGES */
 
 #define NP 16				/* pages in the small device */
 #define UNITS (PG >= 4096 ? PG / 4096 : 1) /* bd_stat units a page */
@@ -144,18 +145,23 @@ static void tdisk_free(struct tdisk *t)
 	free(t);
 }
 
-static struct zram *new_zram(uint64_t pages, struct gendisk *backing)
+static struct zram *new_zram_flags(uint64_t pages, struct gendisk *backing, uint32_t flags)
 {
 	struct zram_config cfg = ZRAM_CONFIG_INIT;
 	struct zram *z;
 
 	cfg.disksize = pages * PG;
-	cfg.pool.flags = ZPOOL_F_CHECKSUM;
+	cfg.pool.flags = flags;
 	z = zram_create(&cfg);
 	ck_assert_ptr_nonnull(z);
 	if (backing)
 		ck_assert_int_eq(zram_set_backing(z, backing), 0);
 	return z;
+}
+
+static struct zram *new_zram(uint64_t pages, struct gendisk *backing)
+{
+	return new_zram_flags(pages, backing, ZPOOL_F_CHECKSUM);
 }
 
 static int io(struct zram *z, blk_opf_t op, uint64_t byte_off, void *mem, unsigned int len)
@@ -693,6 +699,155 @@ START_TEST(test_block_pinned_while_read)
 }
 END_TEST
 
+/* ZP_GROUP_PAGES, or 2 where a group is one page, so runs still span pages. */
+#define GRP (ZP_GROUP_PAGES > 1 ? ZP_GROUP_PAGES : 2u)
+#define MP (4 * GRP)
+
+static unsigned int block_flags(struct zram *z, uint64_t index)
+{
+	struct zram_block_state bs;
+	uint64_t i = index;
+
+	ck_assert_int_eq(zram_block_state(z, &i, &bs), 0);
+	ck_assert_uint_eq(i, index);
+	return bs.flags;
+}
+
+/* Pages @first.. @first + @n - 1 in one bio; returns how many came from the backing disk. */
+static unsigned int check_run(struct zram *z, unsigned char (*model)[PG], uint64_t first,
+			      unsigned int n)
+{
+	unsigned char *got = malloc((size_t)n * PG);
+	unsigned int i, on = 0;
+
+	for (i = 0; i < n; i++)
+		on += page_on_backing(z, first + i);
+	memset(got, 0xa5, (size_t)n * PG);
+	ck_assert_int_eq(io(z, REQ_OP_READ, first * PG, got, n * (unsigned int)PG), 0);
+	for (i = 0; i < n; i++)
+		ck_assert_msg(!memcmp(got + (size_t)i * PG, model[first + i], PG), "page %u",
+			      (unsigned int)first + i);
+	free(got);
+	return on;
+}
+
+/*
+ * Members of groups (ZPOOL_F_MULTI_PAGE) on the backing disk: each mode
+ * picks them as it picks any page (never as huge: a group is below the
+ * huge class), a run read in one bio mixes the backing disk and groups,
+ * part of a group written back and the rest overwritten gives the group
+ * back, and a failing backing disk loses nothing.
+ */
+START_TEST(test_multi_members)
+{
+	static unsigned char model[MP][PG];
+	struct tdisk *t = tdisk_new(2 * MP, _i == 1);
+	struct zram *z = new_zram_flags(MP, t->disk, ZPOOL_F_MULTI_PAGE | ZPOOL_F_CHECKSUM);
+	unsigned char *run = malloc((size_t)MP * PG);
+	struct zram_io_stat ios;
+	struct zpool_stats st;
+	unsigned int i, wb = 0, reads = 0, writes = 0;
+	int64_t n;
+
+	/*
+	 * Groups 0, 2 and 3 all text or binary; group 1 broken by a raw page
+	 * (GRP + 3) and a zero page (GRP + 6).
+	 */
+	for (i = 0; i < MP; i++)
+		make_page(model[i], i == GRP + 3 ? PAGE_RANDOM : i == GRP + 6 ? PAGE_ZERO :
+				    i / GRP == 3 ? PAGE_BINARY : PAGE_TEXT, i, 0);
+	for (i = 0; i < MP; i++)
+		memcpy(run + (size_t)i * PG, model[i], PG);
+	ck_assert_int_eq(io(z, REQ_OP_WRITE, 0, run, MP * (unsigned int)PG), 0);
+	check_mm(z, MP, false);
+	for (i = 0; i < MP; i++) {
+		unsigned int f = block_flags(z, i);
+
+		ck_assert_msg(!(f & ZRAM_BS_HUGE) == (i != GRP + 3), "page %u: %x", i, f);
+		ck_assert_msg(!(f & ZRAM_BS_SAME) == (i != GRP + 6), "page %u: %x", i, f);
+	}
+
+	/* Huge: the raw page alone.  Incompressible: none without recompression. */
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_HUGE, 0, UINT64_MAX), 1);
+	wb++;
+	writes++;
+	ck_assert(page_on_backing(z, GRP + 3));
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_INCOMPRESSIBLE, 0, UINT64_MAX), 0);
+
+	/* Idle: group 0 but its pages 1 and 2, read together after the mark. */
+	ck_assert_uint_eq(zram_idle_mark(z, 0), MP - 1);
+	ck_assert_uint_eq(check_run(z, model, 1, 2), 0);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_IDLE, 0, GRP), GRP - 2);
+	wb += GRP - 2;
+	writes += GRP - 2;
+	for (i = 0; i < GRP; i++)
+		ck_assert(page_on_backing(z, i) == (i < 1 || i > 2));
+	check_bd(z, wb, 0, writes);
+	check_mm(z, MP, false);
+	/* One bio over groups 0 and 1: from the backing disk and from memory. */
+	reads += check_run(z, model, 0, 2 * GRP);
+	ck_assert_uint_eq(reads, GRP - 1);
+	check_bd(z, wb, reads, writes);
+
+	/* Half of group 2 written back, the other half overwritten. */
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 2 * GRP, GRP / 2), GRP / 2);
+	wb += GRP / 2;
+	writes += GRP / 2;
+	for (i = 2 * GRP + GRP / 2; i < 3 * GRP; i++)
+		make_page(model[i], PAGE_BINARY, 1000 + i, 0);
+	ck_assert_int_eq(io(z, REQ_OP_WRITE, (2 * GRP + GRP / 2) * PG, model[2 * GRP + GRP / 2],
+			    GRP / 2 * (unsigned int)PG), 0);
+	reads += check_run(z, model, 2 * GRP, GRP);
+
+	/* A sector of a written-back member patched; a run over two of them. */
+	memset(model[4] + 512, 0x77, 512);
+	ck_assert_int_eq(io(z, REQ_OP_WRITE, 4 * PG + 512, model[4] + 512, 512), 0);
+	ck_assert(!page_on_backing(z, 4));
+	wb--;
+	reads++;
+	make_page(model[5], PAGE_TEXT, 5005, 0);
+	make_page(model[6], PAGE_TEXT, 5006, 0);
+	ck_assert_int_eq(io(z, REQ_OP_WRITE, 5 * PG, model[5], 2 * (unsigned int)PG), 0);
+	ck_assert(!page_on_backing(z, 5) && !page_on_backing(z, 6));
+	wb -= 2;
+	check_bd(z, wb, reads, writes);
+	reads += check_run(z, model, 0, MP);
+
+	/* A backing disk that fails writes: every page stays, each failure counted. */
+	atomic_store(&t->fail_writes, true);
+	n = zram_writeback(z, ZRAM_WB_ALL, 3 * GRP, GRP);
+	ck_assert_int_eq(n, -EIO);
+	zram_io_stat(z, &ios);
+	ck_assert_uint_eq(ios.failed_writes, GRP);
+	atomic_store(&t->fail_writes, false);
+	for (i = 3 * GRP; i < MP; i++)
+		ck_assert(!page_on_backing(z, i));
+	ck_assert_uint_eq(check_run(z, model, 3 * GRP, GRP), 0);
+	/* ...and one that fails reads fails a run over a written-back member. */
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 3 * GRP + 1, 1), 1);
+	wb++;
+	writes++;
+	atomic_store(&t->fail_reads, true);
+	ck_assert_int_eq(io(z, REQ_OP_READ, 3 * GRP * PG, run, GRP * (unsigned int)PG), -EIO);
+	zram_io_stat(z, &ios);
+	ck_assert_uint_eq(ios.failed_reads, 1);
+	atomic_store(&t->fail_reads, false);
+	reads += check_run(z, model, 0, MP);
+	check_bd(z, wb, reads, writes);
+	check_mm(z, MP, false);
+
+	/* Everything discarded: no block, no group byte left. */
+	ck_assert_int_eq(io(z, REQ_OP_DISCARD, 0, NULL, MP * (unsigned int)PG), 0);
+	zram_mm_stat(z, &st);
+	ck_assert_uint_eq(st.orig_data_size, 0);
+	ck_assert_uint_eq(st.compr_data_size, 0);
+	check_bd(z, 0, reads, writes);
+	zram_destroy(z);
+	tdisk_free(t);
+	free(run);
+}
+END_TEST
+
 /* Many writes in flight on a disk that completes later; one with batch 1. */
 START_TEST(test_batch)
 {
@@ -727,6 +882,7 @@ END_TEST
 struct race {
 	struct zram *z;
 	unsigned char (*model)[PG];
+	bool multi;	/* ZPOOL_F_MULTI_PAGE: threads own groups, not pages */
 	atomic_bool stop;
 	atomic_bool wb_seen;	/* a writeback wrote something while I/O ran */
 	int64_t wb_total;
@@ -742,7 +898,7 @@ static void *race_io(void *arg)
 	struct racer *me = arg;
 	struct race *r = me->r;
 	struct rng g = { 77 + me->id };
-	unsigned char *buf = malloc(PG);
+	unsigned char *buf = malloc(GRP * PG);
 	unsigned int n, ops = test_scale(3000);
 
 	/*
@@ -754,9 +910,35 @@ static void *race_io(void *arg)
 		unsigned int p = rng_range(&g, 0, RP / RT - 1) * RT + me->id;
 		unsigned int off = rng_range(&g, 0, (unsigned int)(PG / 512) - 1) * 512;
 		unsigned int len = 512 * rng_range(&g, 1, (unsigned int)((PG - off) / 512));
-		unsigned char *m = r->model[p];
+		unsigned int op = rng_range(&g, 0, r->multi ? 7 : 5), k, runp;
+		unsigned char *m;
 
-		switch (rng_range(&g, 0, 5)) {
+		if (r->multi) {
+			/* Page p of a group this thread owns. */
+			p = (rng_range(&g, 0, RP / GRP / RT - 1) * RT + me->id) * GRP +
+			    rng_range(&g, 0, GRP - 1);
+			runp = rng_range(&g, 1, GRP - p % GRP);
+			if (op == 6) {
+				for (k = 0; k < runp; k++)
+					make_page(r->model[p + k], k % 3 ? PAGE_TEXT : PAGE_BINARY,
+						  n * GRP + k, 0);
+				for (k = 0; k < runp; k++)
+					memcpy(buf + (size_t)k * PG, r->model[p + k], PG);
+				ck_assert_int_eq(io(r->z, REQ_OP_WRITE, p * PG, buf,
+						    runp * (unsigned int)PG), 0);
+				continue;
+			}
+			if (op == 7) {
+				ck_assert_int_eq(io(r->z, REQ_OP_READ, p * PG, buf,
+						    runp * (unsigned int)PG), 0);
+				for (k = 0; k < runp; k++)
+					ck_assert_msg(!memcmp(buf + (size_t)k * PG, r->model[p + k], PG),
+						      "page %u", p + k);
+				continue;
+			}
+		}
+		m = r->model[p];
+		switch (op) {
 		case 0:
 			make_page(m, (enum page_kind)rng_range(&g, 0, PAGE_RANDOM), n, 0);
 			ck_assert_int_eq(io(r->z, REQ_OP_WRITE, p * PG, m, PG), 0);
@@ -804,27 +986,34 @@ static void *race_writeback(void *arg)
 	return NULL;
 }
 
-/* Reads pages that another thread writes: only checks the I/O succeeds. */
+/*
+ * Reads pages that another thread writes: only checks the I/O succeeds.
+ * With groups, also runs of two groups from any page, across owners.
+ */
 static void *race_reader(void *arg)
 {
 	struct race *r = arg;
-	unsigned char *buf = malloc(PG);
+	unsigned char *buf = malloc(2 * GRP * PG);
 	unsigned int p = 0;
 
 	while (!atomic_load(&r->stop)) {
 		ck_assert_int_eq(io(r->z, REQ_OP_READ, (p % RP) * PG, buf, PG), 0);
 		ck_assert_int_eq(io(r->z, REQ_OP_READ, (p % RP) * PG + 512, buf, 1024), 0);
+		if (r->multi)
+			ck_assert_int_eq(io(r->z, REQ_OP_READ, (p % (RP - 2 * GRP + 1)) * PG, buf,
+					    2 * GRP * (unsigned int)PG), 0);
 		p++;
 	}
 	free(buf);
 	return NULL;
 }
 
-START_TEST(test_race)
+static void race_run(bool async, uint32_t flags)
 {
 	static unsigned char model[RP][PG];
-	struct tdisk *t = tdisk_new(RP, _i == 1);
-	struct race r = { .z = new_zram(RP, t->disk), .model = model };
+	struct tdisk *t = tdisk_new(RP, async);
+	struct race r = { .z = new_zram_flags(RP, t->disk, flags), .model = model,
+			  .multi = flags & ZPOOL_F_MULTI_PAGE };
 	struct racer me[RT];
 	pthread_t io_t[RT], wb_t, rd_t;
 	struct zram_bd_stat bd;
@@ -855,6 +1044,17 @@ START_TEST(test_race)
 	zram_destroy(r.z);
 	tdisk_free(t);
 }
+
+START_TEST(test_race)
+{
+	race_run(_i == 1, ZPOOL_F_CHECKSUM);
+}
+END_TEST
+
+START_TEST(test_race_multi)
+{
+	race_run(_i == 1, ZPOOL_F_CHECKSUM | ZPOOL_F_MULTI_PAGE);
+}
 END_TEST
 
 int main(void)
@@ -864,7 +1064,7 @@ int main(void)
 					test_block_pinned_while_read, NULL };
 	/* _i = 0: a disk that completes inside submit_bio; 1: on its own thread. */
 	const TTest *const both[] = { test_partial_io, test_backing_fails, test_reset, test_race,
-				      NULL };
+				      test_multi_members, test_race_multi, NULL };
 	const struct test_group groups[] = {
 		{ .name = "device", .tests = device, .timeout = 600 },
 		{ .name = "sync_async", .tests = both, .timeout = 600, .loops = 2 },
