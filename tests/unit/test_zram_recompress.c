@@ -75,18 +75,38 @@ static int do_io(struct zram *z, blk_opf_t op, uint64_t index, void *page)
 	return submit_bio_wait(&bio);
 }
 
-static struct zram *new_zram(const char *comp)
+/* @n whole pages from page @index, in one bio of one segment. */
+static int do_run(struct zram *z, blk_opf_t op, uint64_t index, void *pages, unsigned int n)
+{
+	struct bio_vec bv;
+	struct bio bio;
+
+	bio_init(&bio, zram_disk(z)->part0, &bv, 1, op);
+	bio.bi_iter.bi_sector = index * (PG >> 9);
+	ck_assert_int_eq(bio_add_virt(&bio, pages, n * (unsigned int)PG), (int)(n * PG));
+	return submit_bio_wait(&bio);
+}
+
+static struct zram *new_zram_flags(const char *comp, uint32_t flags)
 {
 	struct zram_config cfg = ZRAM_CONFIG_INIT;
 	struct zram *z;
 
 	cfg.disksize = (uint64_t)NPAGES * PG;
 	cfg.pool.compressor = comp;
-	cfg.pool.flags = ZPOOL_F_CHECKSUM;
+	cfg.pool.flags = flags;
 	z = zram_create(&cfg);
 	ck_assert_ptr_nonnull(z);
 	return z;
 }
+
+static struct zram *new_zram(const char *comp)
+{
+	return new_zram_flags(comp, ZPOOL_F_CHECKSUM);
+}
+
+/* ZP_GROUP_PAGES, or 2 where a group is one page, so runs still span pages. */
+#define GRP (ZP_GROUP_PAGES > 1 ? ZP_GROUP_PAGES : 2u)
 
 /* The secondary algorithm that beats lz4 on text: zstd where built. */
 static const char *strong(void)
@@ -518,6 +538,91 @@ START_TEST(test_invalid_and_reset)
 }
 END_TEST
 
+/* A page that compresses well, so that lz4 fits a whole group of them below huge. */
+static void run_page(unsigned char *p, uint64_t index)
+{
+	char line[64];
+	size_t off;
+
+	for (off = 0; off < PG; off += 32) {
+		snprintf(line, sizeof(line), "page %8llu line %6zu .....",
+			 (unsigned long long)index % 100000000, off / 32 % 1000000);
+		memcpy(p + off, line, 32);
+	}
+}
+
+/*
+ * ZPOOL_F_MULTI_PAGE: pages stored as members of a group are never
+ * recompressed (they have no class of their own), whatever the type; the
+ * pages written one at a time beside them still are, and all read back.
+ */
+START_TEST(test_multi_members_skipped)
+{
+	struct zram_recompress_params p = ZRAM_RECOMPRESS_PARAMS_INIT;
+	struct zram *z = new_zram_flags("lz4", ZPOOL_F_CHECKSUM | ZPOOL_F_MULTI_PAGE);
+	const uint64_t runs = NPAGES / 2; /* pages below are written in runs */
+	unsigned char *buf = malloc(GRP * PG);
+	uint32_t handles[NPAGES];
+	struct zpool_stats before, after;
+	uint64_t i, k, members = 0;
+	int64_t n;
+
+	for (i = 0; i < runs; i += GRP) {
+		for (k = 0; k < GRP; k++)
+			run_page(buf + k * PG, i + k);
+		ck_assert_int_eq(do_run(z, REQ_OP_WRITE, i, buf, GRP), 0);
+	}
+	for (i = runs; i < NPAGES; i++) {
+		text_page(buf, i, 0);
+		ck_assert_int_eq(do_io(z, REQ_OP_WRITE, i, buf), 0);
+	}
+	for (i = 0; i < NPAGES; i++) {
+		handles[i] = handle_of(z, i);
+		members += !zpool__obj_class_size(z->pool, handles[i]);
+	}
+	if (ZP_GROUP_PAGES > 1)
+		ck_assert_uint_eq(members, runs);
+	else
+		ck_assert_uint_eq(members, 0);
+	ck_assert_int_eq(zram_set_recomp_algorithm(z, strong(), 1), 0);
+	ck_assert_uint_eq(zram_idle_mark(z, 0), NPAGES);
+	zram_mm_stat(z, &before);
+	p.type = ZRAM_RECOMP_IDLE;
+	n = zram_recompress(z, &p);
+	ck_assert_int_eq(n, (int64_t)(NPAGES - members));
+	p.type = ZRAM_RECOMP_ALL;
+	ck_assert_int_eq(zram_recompress(z, &p), 0);
+	zram_mm_stat(z, &after);
+	ck_assert_uint_lt(after.compr_data_size, before.compr_data_size);
+	ck_assert_uint_eq(after.orig_data_size, before.orig_data_size);
+	for (i = 0; i < NPAGES; i++) {
+		bool member = ZP_GROUP_PAGES > 1 && i < runs;
+
+		ck_assert_msg(!(flags_of(z, i) & ZRAM_RECOMP_FLAGS) == member, "page %llu",
+			      (unsigned long long)i);
+		if (member)
+			ck_assert_uint_eq(handle_of(z, i), handles[i]);
+		if (i >= runs)
+			check_text(z, i, 0);
+	}
+	/* Runs read back in one bio, members and recompressed pages together. */
+	for (i = runs - GRP / 2; i < runs + GRP; i += GRP) {
+		ck_assert_int_eq(do_run(z, REQ_OP_READ, i, buf, GRP), 0);
+		for (k = 0; k < GRP; k++) {
+			unsigned char want[PG];
+
+			if (i + k < runs)
+				run_page(want, i + k);
+			else
+				text_page(want, i + k, 0);
+			ck_assert(!memcmp(buf + k * PG, want, PG));
+		}
+	}
+	zram_destroy(z);
+	free(buf);
+}
+END_TEST
+
 /*
  * Writers rewrite pages with new generations and check what they read
  * while recompression, dictionary changes and idle marking run.
@@ -526,32 +631,90 @@ struct race {
 	struct zram *z;
 	atomic_bool stop;
 	unsigned int id;
+	bool multi;	/* ZPOOL_F_MULTI_PAGE: runs too, of pages that group well */
 	atomic_uint gens[NPAGES];
 };
+
+static void race_page(const struct race *r, unsigned char *p, uint64_t index, uint32_t gen)
+{
+	char line[64];
+	size_t off;
+
+	if (!r->multi) {
+		text_page(p, index, gen);
+		return;
+	}
+	for (off = 0; off < PG; off += 32) {
+		snprintf(line, sizeof(line), "p %8llu g %8u l %5zu ...",
+			 (unsigned long long)index % 100000000, gen % 100000000, off / 32 % 100000);
+		memcpy(p + off, line, 32);
+	}
+}
+
+/*
+ * With groups, runs of whole pages within a group the writer owns (groups
+ * alternate between writers), written or read in one bio.
+ */
+static void race_run(struct race *r, struct rng *g, unsigned char *buf)
+{
+	uint64_t first = (rng_range(g, 0, NPAGES / GRP / 2 - 1) * 2 + r->id) * GRP;
+	unsigned int n, k;
+
+	first += rng_range(g, 0, GRP - 2);
+	n = rng_range(g, 2, GRP - (unsigned int)(first % GRP));
+	if (rng_next(g) % 2) {
+		for (k = 0; k < n; k++)
+			race_page(r, buf + (size_t)k * PG, first + k,
+				  atomic_load(&r->gens[first + k]) + 1);
+		ck_assert_int_eq(do_run(r->z, REQ_OP_WRITE, first, buf, n), 0);
+		for (k = 0; k < n; k++)
+			atomic_fetch_add(&r->gens[first + k], 1);
+		return;
+	}
+	ck_assert_int_eq(do_run(r->z, REQ_OP_READ, first, buf, n), 0);
+	for (k = 0; k < n; k++) {
+		unsigned char want[PG];
+
+		race_page(r, want, first + k, atomic_load(&r->gens[first + k]));
+		ck_assert_msg(!memcmp(want, buf + (size_t)k * PG, PG), "page %llu",
+			      (unsigned long long)first + k);
+	}
+}
 
 static void *race_writer(void *arg)
 {
 	struct race *r = arg;
 	struct rng g = { 99 + r->id };
 	unsigned char page[PG], got[PG];
+	unsigned char *buf = malloc(GRP * PG);
 	unsigned int k, rounds = test_scale(3000);
 
 	for (k = 0; k < rounds; k++) {
-		/* Writers own alternate pages, so the generation is known. */
+		/* Writers own alternate pages (groups), so the generation is known. */
 		uint64_t i = rng_range(&g, 0, NPAGES / 2 - 1) * 2 + r->id;
-		unsigned int gen = atomic_load(&r->gens[i]);
+		unsigned int gen;
 
+		if (r->multi) {
+			if (k % 2) {
+				race_run(r, &g, buf);
+				continue;
+			}
+			i = i / 2;
+			i = (i / GRP * 2 + r->id) * GRP + i % GRP;
+		}
+		gen = atomic_load(&r->gens[i]);
 		if (rng_next(&g) % 3) {
 			gen++;
-			text_page(page, i, gen);
+			race_page(r, page, i, gen);
 			ck_assert_int_eq(do_io(r->z, REQ_OP_WRITE, i, page), 0);
 			atomic_store(&r->gens[i], gen);
 		} else {
-			text_page(page, i, gen);
+			race_page(r, page, i, gen);
 			ck_assert_int_eq(do_io(r->z, REQ_OP_READ, i, got), 0);
 			ck_assert_msg(!memcmp(page, got, PG), "page %llu", (unsigned long long)i);
 		}
 	}
+	free(buf);
 	return NULL;
 }
 
@@ -577,22 +740,26 @@ static void *race_control(void *arg)
 	return NULL;
 }
 
+/* _i = 1: with ZPOOL_F_MULTI_PAGE, writers write and read runs as well. */
 START_TEST(test_races)
 {
 	struct race r[2];
 	pthread_t w[2], c;
-	struct zram *z = new_zram("lz4");
-	unsigned char page[PG];
+	const bool multi = _i == 1;
+	struct zram *z = new_zram_flags("lz4", ZPOOL_F_CHECKSUM | (multi ? ZPOOL_F_MULTI_PAGE : 0));
+	unsigned char page[PG], want[PG];
 	uint64_t i;
 
 	memset(r, 0, sizeof(r));
+	r[0].multi = multi;
 	for (i = 0; i < NPAGES; i++) {
-		text_page(page, i, 0);
+		race_page(&r[0], page, i, 0);
 		ck_assert_int_eq(do_io(z, REQ_OP_WRITE, i, page), 0);
 	}
 	ck_assert_int_eq(zram_set_recomp_algorithm(z, strong(), 1), 0);
 	for (i = 0; i < 2; i++) {
 		r[i].z = z;
+		r[i].multi = multi;
 		r[i].id = (unsigned int)i;
 		ck_assert_int_eq(pthread_create(&w[i], NULL, race_writer, &r[i]), 0);
 	}
@@ -601,8 +768,13 @@ START_TEST(test_races)
 		pthread_join(w[i], NULL);
 	atomic_store(&r[0].stop, true);
 	pthread_join(c, NULL);
-	for (i = 0; i < NPAGES; i++)
-		check_text(z, i, atomic_load(&r[i % 2].gens[i]));
+	for (i = 0; i < NPAGES; i++) {
+		unsigned int owner = multi ? i / GRP % 2 : i % 2;
+
+		race_page(&r[0], want, i, atomic_load(&r[owner].gens[i]));
+		ck_assert_int_eq(do_io(z, REQ_OP_READ, i, page), 0);
+		ck_assert_msg(!memcmp(want, page, PG), "page %llu", (unsigned long long)i);
+	}
 	zram_destroy(z);
 }
 END_TEST
@@ -614,6 +786,7 @@ int main(void)
 		test_incompressible,
 		test_max_pages_threshold,
 		test_invalid_and_reset,
+		test_multi_members_skipped,
 		NULL
 	};
 	const TTest *const dicts[] = { test_dictionary_versions, test_zstd_frames, test_train_dict,
@@ -622,7 +795,7 @@ int main(void)
 	const struct test_group groups[] = {
 		{ .name = "recompress", .tests = recompress, .timeout = 600 },
 		{ .name = "dictionaries", .tests = dicts, .timeout = 600 },
-		{ .name = "races", .tests = races, .timeout = 600 },
+		{ .name = "races", .tests = races, .timeout = 600, .loops = 2 },
 		{ .name = NULL },
 	};
 
