@@ -33,15 +33,33 @@ static int collect(void *arg, uint64_t off, uint64_t len, enum zram_page_state s
 	return rs->stop_after && rs->n >= rs->stop_after ? 7 : 0;
 }
 
-static struct zram *new_zram(uint64_t bytes)
+static struct zram *new_zram_flags(uint64_t bytes, uint32_t flags)
 {
 	struct zram_config cfg = ZRAM_CONFIG_INIT;
 	struct zram *z;
 
 	cfg.disksize = bytes;
+	cfg.pool.flags = flags;
 	z = zram_create(&cfg);
 	ck_assert_ptr_nonnull(z);
 	return z;
+}
+
+static struct zram *new_zram(uint64_t bytes)
+{
+	return new_zram_flags(bytes, 0);
+}
+
+/* ZP_GROUP_PAGES, or 2 where a group is one page, so runs still span pages. */
+#define GRP (ZP_GROUP_PAGES > 1 ? ZP_GROUP_PAGES : 2u)
+
+/* Is page @index stored as a member of a group (ZPOOL_F_MULTI_PAGE)? */
+static bool is_member(struct zram *z, uint64_t index)
+{
+	struct zram_slot *s = zram__slot_get(z, index, false);
+
+	return s && s->handle && zpool_obj_size(z->pool, s->handle) &&
+	       !zpool__obj_class_size(z->pool, s->handle);
 }
 
 static int io(struct zram *z, blk_opf_t op, uint64_t off, void *mem, unsigned int len)
@@ -112,30 +130,43 @@ START_TEST(test_fresh_and_args)
 }
 END_TEST
 
-/* Random writes, zero writes, discards and sub-page writes against the model. */
+/*
+ * Random writes, zero writes, discards and sub-page writes against the
+ * model.  Loops 3 to 5 run with ZPOOL_F_MULTI_PAGE and writes of up to two
+ * groups and more: members of a group are data, never zero, and the zero
+ * pages between them stay zero pages.
+ */
 START_TEST(test_model)
 {
+	const bool multi = _i >= 3;
+	const unsigned int maxn = multi ? 2 * GRP + 1 : 3;
 	enum zram_page_state m[DISK_PAGES];
-	struct zram *z = new_zram(DISK_PAGES * PG);
-	unsigned char *buf = test_pages(4);
+	struct zram *z = new_zram_flags(DISK_PAGES * PG, multi ? ZPOOL_F_MULTI_PAGE : 0);
+	unsigned char *buf = test_pages(maxn);
 	struct rng r = { 0x5eed0000u + (unsigned int)_i };
-	unsigned int step, steps = test_scale(400), i;
+	unsigned int step, steps = test_scale(400), i, members = 0;
 
 	for (i = 0; i < DISK_PAGES; i++)
 		m[i] = ZRAM_PAGE_UNALLOCATED;
 	for (step = 0; step < steps; step++) {
-		uint64_t p = rng_range(&r, 0, DISK_PAGES - 4);
-		unsigned int n = rng_range(&r, 1, 3), k, kind = rng_range(&r, 0, 5);
+		uint64_t p = rng_range(&r, 0, DISK_PAGES - maxn - 1);
+		unsigned int n = rng_range(&r, 1, maxn), k, kind = rng_range(&r, 0, 5);
 
 		switch (kind) {
 		case 0: /* data: a repeated word other than 0 is data too */
 		case 1: /* zeroes written as data are stored as a zero page */
-			for (k = 0; k < n; k++)
-				make_page(buf + k * PG, kind ? PAGE_ZERO : k ? PAGE_SAME : PAGE_TEXT,
-					  step * 4 + k, 0);
+			for (k = 0; k < n; k++) {
+				enum page_kind pk = kind ? PAGE_ZERO : k ? PAGE_SAME : PAGE_TEXT;
+
+				/* Runs of text, cut now and then by a zero page. */
+				if (multi && !kind)
+					pk = rng_range(&r, 0, 5) ? PAGE_TEXT : PAGE_ZERO;
+				make_page(buf + k * PG, pk, step * 4 + k, 0);
+				m[p + k] = pk == PAGE_ZERO ? ZRAM_PAGE_ZERO : ZRAM_PAGE_DATA;
+			}
 			ck_assert_int_eq(io(z, REQ_OP_WRITE, p * PG, buf, n * (unsigned int)PG), 0);
 			for (k = 0; k < n; k++)
-				m[p + k] = kind ? ZRAM_PAGE_ZERO : ZRAM_PAGE_DATA;
+				members += is_member(z, p + k);
 			break;
 		case 2: /* both free whole pages */
 		case 3:
@@ -161,6 +192,8 @@ START_TEST(test_model)
 		check_range(z, m, rng_range(&r, 0, DISK_PAGES * (unsigned int)PG - 1),
 			     rng_range(&r, 1, 8 * (unsigned int)PG));
 	}
+	if (multi && ZP_GROUP_PAGES > 1)
+		ck_assert_uint_gt(members, 0);
 	free(buf);
 	zram_destroy(z);
 }
@@ -283,7 +316,7 @@ int main(void)
 	const TTest *const model[] = { test_model, NULL };
 	const struct test_group groups[] = {
 		{ .name = "map", .tests = map, .timeout = 60 },
-		{ .name = "model", .tests = model, .timeout = 300, .loops = 3 },
+		{ .name = "model", .tests = model, .timeout = 300, .loops = 6 },
 		{ .name = NULL },
 	};
 
