@@ -375,6 +375,81 @@ static void zstd_level_figure(int level)
 }
 #endif
 
+/*
+ * ZPOOL_F_MULTI_PAGE against page by page, side by side, best of 3: the
+ * corpus stored 64 pages a call (zpool_store_pages), loaded back 64 pages a
+ * call (zpool_load_pages) and one page at a time in a scattered order
+ * (every 7th page, wrapping, as random 4 KiB reads would), and the memory.
+ */
+static void multi_page_figure(const char *compressor)
+{
+	zpool_handle_t *h = malloc(npages * sizeof(*h));
+	unsigned char *out = malloc(64 * PS);
+	double t[2][3];
+	struct zpool_stats st[2];
+	char key[96];
+	int m, r, k;
+
+	if (!h || !out)
+		die("malloc");
+	for (m = 0; m < 2; m++) {
+		struct zpool_config cfg = ZPOOL_CONFIG_INIT;
+
+		cfg.compressor = compressor;
+		cfg.flags = m ? ZPOOL_F_MULTI_PAGE : 0;
+		for (k = 0; k < 3; k++)
+			t[m][k] = 1e30;
+		for (r = 0; r < 3; r++) {
+			struct zpool *pool = zpool_create(&cfg);
+			double t0, d[3];
+			size_t i, n, j;
+
+			if (!pool)
+				die("zpool_create");
+			t0 = now();
+			for (i = 0; i < npages; i += n) {
+				n = npages - i < 64 ? npages - i : 64;
+				if (zpool_store_pages(pool, corpus + i * PS, (unsigned int)n, h + i))
+					die("zpool_store_pages");
+			}
+			d[0] = now() - t0;
+			t0 = now();
+			for (i = 0; i < npages; i += n) {
+				n = npages - i < 64 ? npages - i : 64;
+				if (zpool_load_pages(pool, h + i, (unsigned int)n, out) ||
+				    memcmp(out, corpus + i * PS, n * PS))
+					die("zpool_load_pages");
+			}
+			d[1] = now() - t0;
+			t0 = now();
+			for (i = 0, j = 0; i < npages; i++, j = (j + 7) % npages)
+				if (zpool_load(pool, h[j], out) || memcmp(out, corpus + j * PS, PS))
+					die("zpool_load");
+			d[2] = now() - t0;
+			for (k = 0; k < 3; k++)
+				if (d[k] < t[m][k])
+					t[m][k] = d[k];
+			zpool_stats(pool, &st[m]);
+			zpool_destroy(pool);
+		}
+	}
+	snprintf(key, sizeof(key), "%s multi_page: compr_data_size / page by page", compressor);
+	report(key, (double)st[1].compr_data_size / (double)st[0].compr_data_size, "x");
+	snprintf(key, sizeof(key), "%s multi_page: mem_used_total / page by page", compressor);
+	report(key, (double)st[1].mem_used_total / (double)st[0].mem_used_total, "x");
+	snprintf(key, sizeof(key), "%s multi_page: mem_used_total", compressor);
+	report(key, (double)st[1].mem_used_total, "bytes");
+	snprintf(key, sizeof(key), "%s multi_page: store 64 pages, speed / page by page", compressor);
+	report(key, t[0][0] / t[1][0], "x");
+	snprintf(key, sizeof(key), "%s multi_page: load 64 pages, speed / page by page", compressor);
+	report(key, t[0][1] / t[1][1], "x");
+	snprintf(key, sizeof(key), "%s multi_page: scattered page loads, speed / page by page",
+		 compressor);
+	report(key, t[0][2] / t[1][2], "x");
+	free(h);
+	free(out);
+}
+
 static void memory_figures(const char *compressor, unsigned int chain)
 {
 	struct zpool_config cfg = ZPOOL_CONFIG_INIT;
@@ -590,6 +665,7 @@ memory:
 	report("malloc per object: footprint", (double)footprint, "bytes");
 	report("malloc per object: after free 1/3 + trim", (double)footprint_after /
 	       (double)payload_after, "x");
+	multi_page_figure("lz4");
 #ifdef ZPOOL_HAVE_ZSTD
 	if (zpool_has_compressor("zstd")) {
 		double zs = best(REPS, 2, 1, "zstd", &raw, handles, false);
@@ -598,6 +674,7 @@ memory:
 		report("zpool_store zstd 1 thread", (double)(npages * PS) / zs / 1e9, "GB/s");
 		report("zpool_load zstd 1 thread", (double)(npages * PS) / zl / 1e9, "GB/s");
 		memory_figures("zstd", 64); /* the default */
+		multi_page_figure("zstd");
 		zstd_level_figure(-1);
 		zstd_level_figure(1);
 		zstd_level_figure(3);

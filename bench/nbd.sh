@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # nbdkit-zram-plugin against nbdkit's memory plugin (allocator=sparse:
 # uncompressed; allocator=zstd), all serving a disk the corpus's size over a
-# Unix socket.  For each: the memory that holding the corpus costs (VmRSS
-# growth, by bench/nbdkit_memory.sh); then, with the four servers up at once
+# Unix socket (zram_zstd_mp: zstd with multi_page=on).  For each: the
+# memory that holding the corpus costs (VmRSS growth, by
+# bench/nbdkit_memory.sh); then, with the five servers up at once
 # and each holding the corpus, fio's nbd engine on each in turn: 4 KiB
 # random reads and writes at queue depth 1 and 16, 1 MiB sequential reads
 # and writes (queue depth 4).  Each job runs $RUNTIME seconds (3) after a
@@ -45,6 +46,7 @@ trap 'for p in "$dir"/pid*; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; do
 servers=(
 	"zram_lz4 $PLUGIN algorithm=lz4"
 	"zram_zstd $PLUGIN algorithm=zstd"
+	"zram_zstd_mp $PLUGIN algorithm=zstd multi_page=on"
 	"memory_sparse memory allocator=sparse"
 	"memory_zstd memory allocator=zstd"
 )
@@ -63,6 +65,8 @@ ab=(
 	"zram_lz4 memory_sparse randwrite_4k_qd1"
 	"zram_zstd memory_zstd randwrite_4k_qd1"
 	"zram_zstd memory_zstd randwrite_4k_qd16"
+	"zram_zstd_mp memory_zstd randwrite_4k_qd1"
+	"zram_zstd_mp memory_zstd randwrite_4k_qd16"
 )
 
 # fio_iops I JOB_ARGS...: one fio run on server I, its IOPS on stdout.
@@ -184,8 +188,8 @@ set multiplot layout 1,2 title 'nbdkit-zram-plugin vs nbdkit memory, the 64 MiB 
 set style data histograms; set style histogram clustered gap 1; set style fill solid 0.8
 set grid ytics; set key top right; set xtics rotate by -30
 set title 'IOPS'; set logscale y; set yrange [10:*]
-plot for [i=2:5] '$dir/table.csv' every ::1 using i:xtic(1) title columnhead(i)
+plot for [i=2:6] '$dir/table.csv' every ::1 using i:xtic(1) title columnhead(i)
 unset logscale y; set yrange [0:*]; set offsets 0,0,graph 0.35,0; set key top left; set title 'VmRSS growth holding the corpus (MiB)'
-plot for [i=2:5] '$dir/table.csv' every ::0::0 using i:xtic(1) title columnhead(i)
+plot for [i=2:6] '$dir/table.csv' every ::0::0 using i:xtic(1) title columnhead(i)
 unset multiplot
 GP
