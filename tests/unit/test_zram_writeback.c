@@ -701,7 +701,9 @@ END_TEST
 
 /* ZP_GROUP_PAGES, or 2 where a group is one page, so runs still span pages. */
 #define GRP (ZP_GROUP_PAGES > 1 ? ZP_GROUP_PAGES : 2u)
-#define MP (4 * GRP)
+/* The disk of test_multi_members(): four quarters of a group each, or of 4 pages. */
+#define Q (GRP > 4 ? GRP : 4u)
+#define MP (4 * Q)
 
 static unsigned int block_flags(struct zram *z, uint64_t index)
 {
@@ -750,12 +752,12 @@ START_TEST(test_multi_members)
 	int64_t n;
 
 	/*
-	 * Groups 0, 2 and 3 all text or binary; group 1 broken by a raw page
-	 * (GRP + 3) and a zero page (GRP + 6).
+	 * Quarters (groups, where a group is 8 pages) 0, 2 and 3 all text or
+	 * binary; quarter 1 broken by a raw page (Q + 3) and a zero page (2 * Q - 2).
 	 */
 	for (i = 0; i < MP; i++)
-		make_page(model[i], i == GRP + 3 ? PAGE_RANDOM : i == GRP + 6 ? PAGE_ZERO :
-				    i / GRP == 3 ? PAGE_BINARY : PAGE_TEXT, i, 0);
+		make_page(model[i], i == Q + 3 ? PAGE_RANDOM : i == 2 * Q - 2 ? PAGE_ZERO :
+				    i / Q == 3 ? PAGE_BINARY : PAGE_TEXT, i, 0);
 	for (i = 0; i < MP; i++)
 		memcpy(run + (size_t)i * PG, model[i], PG);
 	ck_assert_int_eq(io(z, REQ_OP_WRITE, 0, run, MP * (unsigned int)PG), 0);
@@ -763,72 +765,73 @@ START_TEST(test_multi_members)
 	for (i = 0; i < MP; i++) {
 		unsigned int f = block_flags(z, i);
 
-		ck_assert_msg(!(f & ZRAM_BS_HUGE) == (i != GRP + 3), "page %u: %x", i, f);
-		ck_assert_msg(!(f & ZRAM_BS_SAME) == (i != GRP + 6), "page %u: %x", i, f);
+		ck_assert_msg(!(f & ZRAM_BS_HUGE) == (i != Q + 3), "page %u: %x", i, f);
+		ck_assert_msg(!(f & ZRAM_BS_SAME) == (i != 2 * Q - 2), "page %u: %x", i, f);
 	}
 
 	/* Huge: the raw page alone.  Incompressible: none without recompression. */
 	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_HUGE, 0, UINT64_MAX), 1);
 	wb++;
 	writes++;
-	ck_assert(page_on_backing(z, GRP + 3));
+	ck_assert(page_on_backing(z, Q + 3));
 	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_INCOMPRESSIBLE, 0, UINT64_MAX), 0);
 
 	/* Idle: group 0 but its pages 1 and 2, read together after the mark. */
 	ck_assert_uint_eq(zram_idle_mark(z, 0), MP - 1);
 	ck_assert_uint_eq(check_run(z, model, 1, 2), 0);
-	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_IDLE, 0, GRP), GRP - 2);
-	wb += GRP - 2;
-	writes += GRP - 2;
-	for (i = 0; i < GRP; i++)
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_IDLE, 0, Q), Q - 2);
+	wb += Q - 2;
+	writes += Q - 2;
+	for (i = 0; i < Q; i++)
 		ck_assert(page_on_backing(z, i) == (i < 1 || i > 2));
 	check_bd(z, wb, 0, writes);
 	check_mm(z, MP, false);
 	/* One bio over groups 0 and 1: from the backing disk and from memory. */
-	reads += check_run(z, model, 0, 2 * GRP);
-	ck_assert_uint_eq(reads, GRP - 1);
+	reads += check_run(z, model, 0, 2 * Q);
+	ck_assert_uint_eq(reads, Q - 1);
 	check_bd(z, wb, reads, writes);
 
 	/* Half of group 2 written back, the other half overwritten. */
-	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 2 * GRP, GRP / 2), GRP / 2);
-	wb += GRP / 2;
-	writes += GRP / 2;
-	for (i = 2 * GRP + GRP / 2; i < 3 * GRP; i++)
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 2 * Q, Q / 2), Q / 2);
+	wb += Q / 2;
+	writes += Q / 2;
+	for (i = 2 * Q + Q / 2; i < 3 * Q; i++)
 		make_page(model[i], PAGE_BINARY, 1000 + i, 0);
-	ck_assert_int_eq(io(z, REQ_OP_WRITE, (2 * GRP + GRP / 2) * PG, model[2 * GRP + GRP / 2],
-			    GRP / 2 * (unsigned int)PG), 0);
-	reads += check_run(z, model, 2 * GRP, GRP);
+	ck_assert_int_eq(io(z, REQ_OP_WRITE, (2 * Q + Q / 2) * PG, model[2 * Q + Q / 2],
+			    Q / 2 * (unsigned int)PG), 0);
+	reads += check_run(z, model, 2 * Q, Q);
 
-	/* A sector of a written-back member patched; a run over two of them. */
-	memset(model[4] + 512, 0x77, 512);
-	ck_assert_int_eq(io(z, REQ_OP_WRITE, 4 * PG + 512, model[4] + 512, 512), 0);
-	ck_assert(!page_on_backing(z, 4));
+	/* A sector of a written-back member patched; a run over one and a page in memory. */
+	memset(model[0] + 512, 0x77, 512);
+	ck_assert_int_eq(io(z, REQ_OP_WRITE, 512, model[0] + 512, 512), 0);
+	ck_assert(!page_on_backing(z, 0));
 	wb--;
 	reads++;
-	make_page(model[5], PAGE_TEXT, 5005, 0);
-	make_page(model[6], PAGE_TEXT, 5006, 0);
-	ck_assert_int_eq(io(z, REQ_OP_WRITE, 5 * PG, model[5], 2 * (unsigned int)PG), 0);
-	ck_assert(!page_on_backing(z, 5) && !page_on_backing(z, 6));
-	wb -= 2;
+	ck_assert(page_on_backing(z, Q - 1) && !page_on_backing(z, Q));
+	make_page(model[Q - 1], PAGE_TEXT, 5005, 0);
+	make_page(model[Q], PAGE_TEXT, 5006, 0);
+	ck_assert_int_eq(io(z, REQ_OP_WRITE, (Q - 1) * PG, model[Q - 1], 2 * (unsigned int)PG), 0);
+	ck_assert(!page_on_backing(z, Q - 1));
+	wb--;
 	check_bd(z, wb, reads, writes);
 	reads += check_run(z, model, 0, MP);
 
 	/* A backing disk that fails writes: every page stays, each failure counted. */
 	atomic_store(&t->fail_writes, true);
-	n = zram_writeback(z, ZRAM_WB_ALL, 3 * GRP, GRP);
+	n = zram_writeback(z, ZRAM_WB_ALL, 3 * Q, Q);
 	ck_assert_int_eq(n, -EIO);
 	zram_io_stat(z, &ios);
-	ck_assert_uint_eq(ios.failed_writes, GRP);
+	ck_assert_uint_eq(ios.failed_writes, Q);
 	atomic_store(&t->fail_writes, false);
-	for (i = 3 * GRP; i < MP; i++)
+	for (i = 3 * Q; i < MP; i++)
 		ck_assert(!page_on_backing(z, i));
-	ck_assert_uint_eq(check_run(z, model, 3 * GRP, GRP), 0);
+	ck_assert_uint_eq(check_run(z, model, 3 * Q, Q), 0);
 	/* ...and one that fails reads fails a run over a written-back member. */
-	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 3 * GRP + 1, 1), 1);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 3 * Q + 1, 1), 1);
 	wb++;
 	writes++;
 	atomic_store(&t->fail_reads, true);
-	ck_assert_int_eq(io(z, REQ_OP_READ, 3 * GRP * PG, run, GRP * (unsigned int)PG), -EIO);
+	ck_assert_int_eq(io(z, REQ_OP_READ, 3 * Q * PG, run, Q * (unsigned int)PG), -EIO);
 	zram_io_stat(z, &ios);
 	ck_assert_uint_eq(ios.failed_reads, 1);
 	atomic_store(&t->fail_reads, false);
@@ -931,9 +934,10 @@ static void *race_io(void *arg)
 			if (op == 7) {
 				ck_assert_int_eq(io(r->z, REQ_OP_READ, p * PG, buf,
 						    runp * (unsigned int)PG), 0);
-				for (k = 0; k < runp; k++)
-					ck_assert_msg(!memcmp(buf + (size_t)k * PG, r->model[p + k], PG),
-						      "page %u", p + k);
+				for (k = 0; k < runp; k++) {
+					m = r->model[p + k];
+					ck_assert_msg(!memcmp(buf + k * PG, m, PG), "page %u", p + k);
+				}
 				continue;
 			}
 		}
