@@ -11,6 +11,11 @@
  * must then hold either the old or the new data, and nothing outside it
  * may change.
  *
+ * Bit 1 of the second byte (unused before) sets ZPOOL_F_MULTI_PAGE: then
+ * a segment may be up to nine pages, so runs of whole pages cover groups
+ * and cut them at any page, and the data written compresses well enough
+ * that groups form.
+ *
  * Op 7 with any of bits 3-6 set drives the writeback tier and recompression
  * (op 7 and 0x87 keep their old meaning): a backing RAM disk (attached at
  * creation when bit 7 of the compressor byte is set, replaceable later)
@@ -36,7 +41,8 @@
 #define MAX_PAGES 24
 #define MAX_SEGS 8
 #define SEG_MAX (3 * PS)
-#define ARENA (MAX_SEGS * (SEG_MAX + 256) + PS)
+#define SEG_MAX_MULTI (9 * PS) /* with ZPOOL_F_MULTI_PAGE */
+#define ARENA (MAX_SEGS * (SEG_MAX_MULTI + 256) + PS)
 
 #define UNITS (PS >= 4096 ? PS / 4096 : 1) /* bd_stat units a page */
 #define DICT_LEN 2048
@@ -425,7 +431,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	struct fdisk *bd = NULL;
 	size_t bytes, sectors, npages;
 	unsigned int lbs, b0;
-	bool limited = false, wb_on = false;
+	bool limited = false, wb_on = false, multi;
+	unsigned int seg_max, rnd;
 	uint64_t budget = 0;
 	struct zram *z;
 	unsigned int c;
@@ -433,7 +440,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	if (!model) {
 		model = malloc(MAX_PAGES * PS);
 		old = malloc(MAX_PAGES * PS);
-		wdata = malloc(MAX_SEGS * SEG_MAX + PS);
+		wdata = malloc(MAX_SEGS * SEG_MAX_MULTI + PS);
 		arena = malloc(ARENA);
 		dict = malloc(DICT_LEN);
 		if (!model || !old || !wdata || !arena || !dict)
@@ -446,7 +453,11 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	/* A disksize that is not a whole page is rounded up. */
 	b0 = take(&in, 1);
 	cfg.disksize = (1 + b0 % MAX_PAGES) * PS;
-	cfg.disksize -= take(&in, 1) & 1 ? 511 : 0;
+	c = take(&in, 1);
+	cfg.disksize -= c & 1 ? 511 : 0;
+	multi = c & 2;
+	seg_max = (unsigned int)(multi ? SEG_MAX_MULTI : SEG_MAX);
+	rnd = multi ? 61 : 3; /* one byte in @rnd is noise: groups need little */
 	bytes = (cfg.disksize + PS - 1) / PS * PS;
 	npages = bytes / PS;
 	sectors = bytes >> BVEC_SECTOR_SHIFT;
@@ -454,7 +465,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	cfg.pool.compressor = comps[c % 4];
 	if (cfg.pool.compressor && !zpool_has_compressor(cfg.pool.compressor))
 		cfg.pool.compressor = NULL;
-	cfg.pool.flags = c & 4 ? ZPOOL_F_CHECKSUM : 0;
+	cfg.pool.flags = (c & 4 ? ZPOOL_F_CHECKSUM : 0) | (multi ? ZPOOL_F_MULTI_PAGE : 0);
 	cfg.pool.max_pages_per_zspage = c >> 3 & 15;
 	z = zram_create(&cfg);
 	if (!z)
@@ -497,7 +508,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 			cursor = 0;
 			for (i = 0; i < nseg; i++) {
 				cursor += take(&in, 1);	/* unaligned, scattered */
-				segl[i] = 1 + take(&in, 2) % (unsigned int)SEG_MAX;
+				segl[i] = 1 + take(&in, 2) % seg_max;
 				segp[i] = arena + cursor;
 				cursor += segl[i];
 				total += segl[i];
@@ -529,7 +540,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 						s ^= s >> 17;
 						s ^= s << 5;
 						/* some runs, so pages compress to varied sizes */
-						segp[i][j] = (unsigned char)(op & 0x20 || s % 3 == 0 ? s : j / 64);
+						segp[i][j] = (unsigned char)(op & 0x20 ||
+									     !(s % rnd) ? s : j / 64);
 					}
 					memcpy(wdata + cursor, segp[i], segl[i]);
 				}
