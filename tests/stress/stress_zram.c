@@ -7,7 +7,12 @@
  * a model, and the program exits 1 on the first value the device could not
  * have held.
  *
- *   stress_zram [-t SECONDS] [-s SEED] [-p PAGES]
+ *   stress_zram [-t SECONDS] [-s SEED] [-p PAGES] [-m 0|1|2]
+ *
+ * -m 1 runs the device with ZPOOL_F_MULTI_PAGE, its bios up to two page
+ * groups and more, so runs of whole pages are stored and read as groups
+ * that overlapping bios cut at any page; -m 0 runs it without; the default,
+ * -m 2, runs both, each for half the time.
  *
  * The meson test (suite "stress") runs it for 5 s; for a long run:
  *   build/gcc/tests/stress/stress_zram -t 3600
@@ -48,7 +53,10 @@
 #define SECTOR 512u
 #define PG ((size_t)BVEC_PAGE_SIZE)
 #define SPP ((unsigned int)(PG / SECTOR)) /* sectors per page */
-#define MAX_BIO_SECTORS (3 * SPP)
+/* Pages ZPOOL_F_MULTI_PAGE compresses together: 32 KiB, at least 1. */
+#define GROUP_PAGES ((unsigned int)(PG >= 32768 ? 1 : 32768 / PG))
+/* The longest bio: 3 pages, or 2 groups and 1 page with ZPOOL_F_MULTI_PAGE. */
+#define MAX_BIO_SECTORS ((2 * GROUP_PAGES + 1 > 3 ? 2 * GROUP_PAGES + 1 : 3) * SPP)
 #define MAX_PIECES 4
 #define NEVER UINT64_MAX
 #define MAX_THREADS 16
@@ -69,6 +77,8 @@ struct hist {
 static struct zram *zram;
 static struct hist *hist;
 static unsigned int nsectors;
+static bool multi;		/* this pass runs with ZPOOL_F_MULTI_PAGE */
+static unsigned int max_bio;	/* sectors in a bio of this pass, at most */
 static atomic_uint_fast64_t clk = 1;
 static atomic_uint_fast64_t next_id = 1;
 static atomic_uint_fast64_t read_floor[MAX_THREADS]; /* 0: no read in flight */
@@ -116,7 +126,8 @@ static void stamp(unsigned char *p, uint64_t id, uint64_t sector)
 
 	put64(p, id);
 	put64(p + 8, sector);
-	if (id % 4 == 0) {
+	/* With groups, three ops in four: groups form only of such pages. */
+	if (id % 4 == 0 || (multi && id % 4 != 3)) {
 		memset(p + 16, (int)(id & 0x7f) | 1, SECTOR - 16);
 		return;
 	}
@@ -385,7 +396,7 @@ static void *writer(void *arg)
 		uint64_t id = atomic_fetch_add(&next_id, 1), start;
 		int ret;
 
-		pick_range(&r, MAX_BIO_SECTORS, &first, &count);
+		pick_range(&r, max_bio, &first, &count);
 		for (s = 0; s < count; s++)
 			stamp(flat + s * SECTOR, id, first + s);
 		make_layout(&r, count * SECTOR, &l);
@@ -438,7 +449,7 @@ static void *reader(void *arg)
 	while (!atomic_load(&stop)) {
 		unsigned int first, count;
 
-		pick_range(&r, MAX_BIO_SECTORS, &first, &count);
+		pick_range(&r, max_bio, &first, &count);
 		read_check(&r, w->slot, first, count, flat, mem);
 	}
 	free(flat);
@@ -458,7 +469,7 @@ static void *discarder(void *arg)
 		int ret;
 
 		/* Mostly short ranges with ragged edges; now and then a long one. */
-		pick_range(&r, rng_below(&r, 8) ? MAX_BIO_SECTORS : nsectors / 2, &first, &count);
+		pick_range(&r, rng_below(&r, 8) ? max_bio : nsectors / 2, &first, &count);
 		start = op_begin(0, first, count);
 		ret = submit_nodata(op, first, count * SECTOR);
 		if (ret && ret != -EIO)
@@ -488,6 +499,7 @@ static void *limiter(void *arg)
 {
 	struct worker *w = arg;
 	struct rng r = { w->seed };
+	const unsigned int extra = NWRITERS * (multi ? GROUP_PAGES : 1);
 	struct zpool_stats ms;
 	struct zram_io_stat io;
 	char text[256];
@@ -496,10 +508,13 @@ static void *limiter(void *arg)
 		zram_mm_stat(zram, &ms);
 		zram_io_stat(zram, &io);
 		zram_format_mm_stat(&ms, text, sizeof(text));
-		/* A write stores its page before freeing the old: one extra each. */
-		if (ms.orig_data_size > (uint64_t)(nsectors / SPP + NWRITERS) * PG)
+		/*
+		 * A write stores its page before freeing the old: one extra
+		 * each, a group's worth with groups.
+		 */
+		if (ms.orig_data_size > (uint64_t)(nsectors / SPP + extra) * PG)
 			fail("orig_data_size %" PRIu64 " over the disk's %u pages and %u in flight",
-			     ms.orig_data_size, nsectors / SPP, NWRITERS);
+			     ms.orig_data_size, nsectors / SPP, extra);
 		if (rng_below(&r, 10) < 8)
 			zram_set_mem_limit(zram, 0);
 		else
@@ -538,40 +553,24 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-int main(int argc, char **argv)
+/* One pass of @seconds on a new device of @pages; 0 if every check held. */
+static int run(unsigned int pages, unsigned int seconds, uint64_t seed, bool with_groups)
 {
 	static void *(*const roles[])(void *) = { writer, writer, writer, reader, reader,
 						  discarder, compactor, limiter, idler };
 	enum { NROLES = sizeof(roles) / sizeof(roles[0]) };
 	struct worker w[NROLES];
 	struct zram_config cfg = ZRAM_CONFIG_INIT;
-	unsigned int seconds = 5, pages = 48, i;
-	uint64_t seed = (uint64_t)time(NULL);
 	unsigned char *flat, *mem;
+	unsigned int i;
 	struct rng r;
 	double t0;
-	int opt;
 
-	while ((opt = getopt(argc, argv, "t:s:p:")) != -1) {
-		switch (opt) {
-		case 't':
-			seconds = (unsigned int)strtoul(optarg, NULL, 0);
-			break;
-		case 's':
-			seed = strtoull(optarg, NULL, 0);
-			break;
-		case 'p':
-			pages = (unsigned int)strtoul(optarg, NULL, 0);
-			break;
-		default:
-			fprintf(stderr, "usage: %s [-t SECONDS] [-s SEED] [-p PAGES]\n", argv[0]);
-			return 2;
-		}
-	}
-	if (pages < 4 || pages > 1u << 16) {
-		fprintf(stderr, "stress_zram: -p takes 4 to 65536 pages\n");
-		return 2;
-	}
+	multi = with_groups;
+	max_bio = multi ? MAX_BIO_SECTORS : 3 * SPP;
+	atomic_store(&stop, 0);
+	n_writes = n_write_fail = n_reads = n_sectors_checked = n_discards = n_discard_fail = 0;
+	n_compact = n_limit = n_idle = 0;
 	nsectors = pages * SPP;
 	hist = calloc(nsectors, sizeof(*hist));
 	if (!hist)
@@ -583,15 +582,16 @@ int main(int argc, char **argv)
 		hist_add(&hist[i], &e);
 	}
 	cfg.disksize = (uint64_t)pages * PG;
-	cfg.pool.flags = ZPOOL_F_CHECKSUM;
+	cfg.pool.flags = ZPOOL_F_CHECKSUM | (multi ? ZPOOL_F_MULTI_PAGE : 0);
 	cfg.pool.max_pages_per_zspage = 4; /* more zspages, more compaction */
 	zram = zram_create(&cfg);
 	if (!zram) {
 		perror("stress_zram: zram_create");
 		return 2;
 	}
-	printf("stress_zram: %u s, seed %" PRIu64 ", %u pages of %zu bytes, %u threads\n",
-	       seconds, seed, pages, PG, (unsigned int)NROLES);
+	printf("stress_zram: %u s, seed %" PRIu64 ", %u pages of %zu bytes, %u threads%s\n",
+	       seconds, seed, pages, PG, (unsigned int)NROLES,
+	       multi ? ", ZPOOL_F_MULTI_PAGE" : "");
 	fflush(stdout);
 	t0 = now();
 	for (i = 0; i < NROLES; i++) {
@@ -612,9 +612,8 @@ int main(int argc, char **argv)
 	flat = malloc(BUF_BYTES);
 	mem = malloc(BUF_BYTES);
 	r.s = seed + 7;
-	for (i = 0; i < nsectors && !atomic_load(&failed); i += MAX_BIO_SECTORS)
-		read_check(&r, 0, i, nsectors - i < MAX_BIO_SECTORS ? nsectors - i : MAX_BIO_SECTORS,
-			   flat, mem);
+	for (i = 0; i < nsectors && !atomic_load(&failed); i += max_bio)
+		read_check(&r, 0, i, nsectors - i < max_bio ? nsectors - i : max_bio, flat, mem);
 	free(flat);
 	free(mem);
 
@@ -633,13 +632,58 @@ int main(int argc, char **argv)
 	}
 	free(hist);
 	if (atomic_load(&failed)) {
-		printf("stress_zram: FAILED (seed %" PRIu64 ")\n", seed);
+		printf("stress_zram: FAILED (seed %" PRIu64 "%s)\n", seed, multi ? ", -m 1" : "");
 		return 1;
 	}
 	if (!n_sectors_checked || !n_writes) {
 		printf("stress_zram: FAILED: nothing was checked\n");
 		return 1;
 	}
-	printf("stress_zram: passed\n");
 	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned int seconds = 5, pages = 48, mode = 2;
+	uint64_t seed = (uint64_t)time(NULL);
+	int opt, ret;
+
+	while ((opt = getopt(argc, argv, "t:s:p:m:")) != -1) {
+		switch (opt) {
+		case 't':
+			seconds = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
+		case 's':
+			seed = strtoull(optarg, NULL, 0);
+			break;
+		case 'p':
+			pages = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
+		case 'm':
+			mode = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
+		default:
+			fprintf(stderr, "usage: %s [-t SECONDS] [-s SEED] [-p PAGES] [-m 0|1|2]\n",
+				argv[0]);
+			return 2;
+		}
+	}
+	if (pages < 4 || pages > 1u << 16) {
+		fprintf(stderr, "stress_zram: -p takes 4 to 65536 pages\n");
+		return 2;
+	}
+	if (mode > 2) {
+		fprintf(stderr, "stress_zram: -m takes 0, 1 or 2\n");
+		return 2;
+	}
+	if (mode == 2) {
+		ret = run(pages, (seconds + 1) / 2, seed, false);
+		if (!ret)
+			ret = run(pages, seconds / 2 ? seconds / 2 : 1, seed, true);
+	} else {
+		ret = run(pages, seconds, seed, mode == 1);
+	}
+	if (!ret)
+		printf("stress_zram: passed\n");
+	return ret;
 }
