@@ -349,7 +349,6 @@ static int store_same(struct zpool *pool, unsigned long word, zpool_handle_t *ha
 	}
 	atomic_fetch_add(&pool->orig_pages, 1);
 	atomic_fetch_add(&pool->same_pages, 1);
-	zpool__update_max(pool);
 	*handle = h;
 	return 0;
 }
@@ -493,12 +492,24 @@ static int store_with(struct zpool *pool, struct zpool__codec *codec, const void
 	if (ret)
 		return ret;
 	atomic_fetch_add(&pool->orig_pages, 1);
-	zpool__update_max(pool);
 	*handle = h;
 	return 0;
 }
 
 static bool free_obj(struct zpool *pool, zpool_handle_t handle);
+
+/*
+ * Take back a page that a failing zpool_store_pages() stored: all or
+ * nothing covers huge_pages_since too, so a raw page counts as never stored.
+ */
+static void unstore(struct zpool *pool, zpool_handle_t handle)
+{
+	uint64_t e = lookup(pool, handle);
+
+	if (zp_entry_tag(e) == ZP_TAG_OBJ && pool->classes[zp_entry_class(e)]->huge)
+		atomic_fetch_sub(&pool->huge_since, 1);
+	zpool_free(pool, handle);
+}
 
 /*
  * @nr (2..ZP_GROUP_PAGES) pages at @pages, none same-filled, compressed as
@@ -540,7 +551,6 @@ static int store_group(struct zpool *pool, struct zpool__codec *codec, const uns
 		return -ENOMEM;
 	}
 	atomic_fetch_add(&pool->orig_pages, nr);
-	zpool__update_max(pool);
 	return 0;
 }
 
@@ -566,7 +576,7 @@ static int store_run(struct zpool *pool, struct zpool__codec *codec, const unsig
 	ret = store_run(pool, codec, pages + half * ZP_PAGE_SIZE, nr - half, handles + half);
 	if (ret)
 		for (i = 0; i < half; i++)
-			zpool_free(pool, handles[i]);
+			unstore(pool, handles[i]);
 	return ret;
 }
 
@@ -578,12 +588,17 @@ int zpool_store(struct zpool *pool, const void *page, zpool_handle_t *handle)
 
 	if (!pool || !page || !handle)
 		return -EINVAL;
-	if (same_filled(page, &word))
-		return store_same(pool, word, handle);
-	codec = slot_codec(pool, 0);
-	ret = store_with(pool, codec, page, 0, handle);
-	if (codec)
-		codec_put(pool, codec);
+	if (same_filled(page, &word)) {
+		ret = store_same(pool, word, handle);
+	} else {
+		codec = slot_codec(pool, 0);
+		ret = store_with(pool, codec, page, 0, handle);
+		if (codec)
+			codec_put(pool, codec);
+	}
+	/* Only once the store is whole: a refused one leaves mem_used_max alone. */
+	if (!ret)
+		zpool__update_max(pool);
 	return ret;
 }
 
@@ -622,7 +637,9 @@ int zpool_store_pages(struct zpool *pool, const void *pages, unsigned int nr,
 		codec_put(pool, codec);
 	if (ret)
 		while (done--)
-			zpool_free(pool, handles[done]);
+			unstore(pool, handles[done]);
+	else
+		zpool__update_max(pool);
 	return ret;
 }
 
@@ -640,6 +657,8 @@ int zpool__store_slot(struct zpool *pool, unsigned int slot, const void *page,
 	ret = store_with(pool, codec, page, below_class, handle);
 	if (codec)
 		codec_put(pool, codec);
+	if (!ret)
+		zpool__update_max(pool);
 	return ret;
 }
 
