@@ -859,16 +859,36 @@ static bool free_obj(struct zpool *pool, zpool_handle_t handle)
 }
 
 /*
+ * Clear entry @e of @handle for the one of several threads freeing it at
+ * once that gets there first; false for the others.  Under the table lock,
+ * which a chunk is only given back under: the first may have freed the
+ * handle and emptied its chunk, which the others must then not touch.
+ */
+static bool claim(struct zpool *pool, zpool_handle_t handle, uint64_t e)
+{
+	struct zp_table *t = &pool->handles;
+	uint32_t idx = (uint32_t)handle - 1;
+	_Atomic(uint64_t) *chunk;
+	bool mine = false;
+
+	zpool__mutex_lock(t->lock);
+	chunk = zpool__table_chunk(t, (uint32_t)(idx / ZP_TABLE_CHUNK));
+	if (chunk)
+		mine = atomic_compare_exchange_strong(&chunk[idx % ZP_TABLE_CHUNK], &e, 0);
+	zpool__mutex_unlock(t->lock);
+	return mine;
+}
+
+/*
  * A page of a group drops its reference; the last one frees the group's
- * object.  The entry is cleared by a compare-exchange, so a page freed
- * twice at once drops one reference, not two.
+ * object.  The entry is claimed first, so a page freed twice at once drops
+ * one reference, not two.
  */
 static void free_member(struct zpool *pool, zpool_handle_t handle, uint64_t e)
 {
 	uint64_t w;
 
-	if (!atomic_compare_exchange_strong(zpool__table_slot(&pool->handles, (uint32_t)handle),
-					    &e, 0))
+	if (!claim(pool, handle, e))
 		return;
 	w = atomic_fetch_sub_explicit(zpool__table_slot(&pool->groups, zp_entry_same_index(e)),
 				      ZP_GROUP_REF, memory_order_acq_rel);
@@ -892,6 +912,8 @@ void zpool_free(struct zpool *pool, zpool_handle_t handle)
 		return;
 	}
 	if (zp_entry_tag(e) == ZP_TAG_SAME) {
+		if (!claim(pool, handle, e))
+			return; /* freed by another thread meanwhile */
 		zpool__table_free(pool, &pool->same, zp_entry_same_index(e));
 		atomic_fetch_sub(&pool->same_pages, 1);
 	} else if (!free_obj(pool, handle)) {

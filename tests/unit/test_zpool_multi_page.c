@@ -94,6 +94,20 @@ static void assert_page(struct zpool *pool, zpool_handle_t h, const unsigned cha
 	ck_assert_mem_eq(out, want, PG);
 }
 
+static void assert_empty(struct zpool *pool, const struct zpool_stats *base)
+{
+	struct zpool_stats st;
+
+	zpool_stats(pool, &st);
+	ck_assert_uint_eq(st.orig_data_size, 0);
+	ck_assert_uint_eq(st.compr_data_size, 0);
+	ck_assert_uint_eq(st.same_pages, 0);
+	ck_assert_uint_eq(st.huge_pages, 0);
+	ck_assert_uint_eq(st.objects, 0);
+	ck_assert_uint_eq(st.mem_used_total, base->mem_used_total);
+	ck_assert_uint_eq(st.metadata_bytes, base->metadata_bytes);
+}
+
 /* Every statistic of @b equal to @a's; @what names the call for the message. */
 static void assert_same_stats(const struct zpool_stats *a, const struct zpool_stats *b,
 			      const char *what, unsigned int k)
@@ -355,6 +369,73 @@ out:
 }
 END_TEST
 
+/*
+ * Two threads free the same handles at once, as zpool_free() allows ("not
+ * in use" is ignored): each page is freed once whatever its kind (same-
+ * filled, a group's member, alone), the counters go down once, and the
+ * table's pages go back, even when a chunk empties under the second free.
+ */
+struct df_arg {
+	struct zpool *pool;
+	const zpool_handle_t *h;
+	unsigned int n;
+	pthread_barrier_t *barrier;
+};
+
+static void *df_free(void *arg)
+{
+	struct df_arg *a = arg;
+	unsigned int i;
+
+	pthread_barrier_wait(a->barrier);
+	for (i = 0; i < a->n; i++)
+		zpool_free(a->pool, a->h[i]);
+	return NULL;
+}
+
+START_TEST(test_concurrent_double_free)
+{
+	const unsigned int n = 3 * MAX_RUN;
+	unsigned char *in = test_pages(n);
+	zpool_handle_t h[3 * MAX_RUN];
+	unsigned int round, j;
+	pthread_barrier_t barrier;
+	struct zpool_stats base;
+	struct df_arg a[2];
+	pthread_t t[2];
+	struct zpool *pool;
+	const char *comp;
+	unsigned int flags;
+
+	if (!config(_i, &comp, &flags))
+		goto out;
+	pool = new_pool(comp, flags | ZPOOL_F_MULTI_PAGE, NULL);
+	zpool_stats(pool, &base);
+	for (j = 0; j < 3; j++)
+		make_run(in + (size_t)j * MAX_RUN * PG, (enum pattern)j, 50 + j, MAX_RUN);
+	ck_assert_int_eq(pthread_barrier_init(&barrier, NULL, 2), 0);
+	for (round = 0; round < (small_scale() ? 3u : 100u); round++) {
+		for (j = 0; j < 3; j++)
+			ck_assert_int_eq(zpool_store_pages(pool, in + (size_t)j * MAX_RUN * PG,
+							   MAX_RUN, h + j * MAX_RUN), 0);
+		for (j = 0; j < 2; j++) {
+			a[j].pool = pool;
+			a[j].h = h;
+			a[j].n = n;
+			a[j].barrier = &barrier;
+			pthread_create(&t[j], NULL, df_free, &a[j]);
+		}
+		for (j = 0; j < 2; j++)
+			pthread_join(t[j], NULL);
+		assert_empty(pool, &base);
+	}
+	pthread_barrier_destroy(&barrier);
+	zpool_destroy(pool);
+out:
+	free(in);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *const configs[] = {
@@ -362,8 +443,10 @@ int main(void)
 		test_page_source_failures,
 		NULL
 	};
+	const TTest *const threads[] = { test_concurrent_double_free, NULL };
 	const struct test_group groups[] = {
 		{ .name = "configs", .tests = configs, .timeout = 300, .loops = NCONFIGS },
+		{ .name = "threads", .tests = threads, .timeout = 300, .loops = NCONFIGS },
 		{ .name = NULL },
 	};
 
