@@ -723,12 +723,16 @@ static int load_obj(struct zpool *pool, zpool_handle_t handle, void *dst, size_t
 			goto out;
 		}
 	}
-	if (c->huge)
+	if (c->huge) {
 		ret = bytes == ZP_PAGE_SIZE ? (memcpy(dst, src, ZP_PAGE_SIZE), 0) : -EIO;
-	else if (zp_entry_has_codec(e))
-		ret = zpool__codec_decompress(obj_codec(pool, src), src + 1, len - 1, dst, bytes);
-	else
+	} else if (zp_entry_has_codec(e)) {
+		const struct zpool__codec *codec = obj_codec(pool, src);
+
+		/* Unchecked, a corrupt id byte may name no codec at all. */
+		ret = codec ? zpool__codec_decompress(codec, src + 1, len - 1, dst, bytes) : -EIO;
+	} else {
 		ret = zpool__decompress(pool->comp, src, len, dst, bytes);
+	}
 out:
 	zpool__rw_unlock(c->lock);
 	return ret;

@@ -370,6 +370,62 @@ out:
 END_TEST
 
 /*
+ * An object written with a dictionary starts with its codec's id.  A
+ * corrupt id may name no codec at all: loads must fail with -EIO, with or
+ * without checksums, never follow it.
+ */
+START_TEST(test_corrupt_codec_byte)
+{
+	const unsigned int n = 2 * ZP_GROUP_PAGES;
+	unsigned char *in = test_pages(n + 1), *out = test_pages(n + 1), *dict = test_pages(2);
+	zpool_handle_t *h = calloc(n + 1, sizeof(*h));
+	struct zpool *pool;
+	const char *comp;
+	unsigned int flags, i;
+	int level;
+
+	ck_assert_ptr_nonnull(h);
+	if (!config(_i, &comp, &flags))
+		goto out;
+	pool = new_pool(comp, flags | ZPOOL_F_MULTI_PAGE, NULL);
+	make_page(dict, PAGE_TEXT, 1, 0);
+	make_page(dict + PG, PAGE_BINARY, 2, 0);
+	level = pool->comp == ZP_COMP_LZ4 ? 1 : pool->comp == ZP_COMP_LZ4HC ? 9 : 3;
+	ck_assert_int_eq(zpool__codec_slot_set(pool, 0, pool->comp, level, dict, 2 * PG), 0);
+	make_run(in, PAT_SMALL, 23, n);
+	make_page(in + (size_t)n * PG, PAGE_TEXT, 24, 0);
+	ck_assert_int_eq(zpool_store_pages(pool, in, n, h), 0);
+	ck_assert_int_eq(zpool_store(pool, in + (size_t)n * PG, &h[n]), 0);
+	/* The first group (or page) and the single page: id 1 becomes 0x81, no codec. */
+	ck_assert_int_eq(zpool__corrupt(pool, h[0], 0, 0x80), 0);
+	ck_assert_int_eq(zpool__corrupt(pool, h[n], 0, 0x80), 0);
+	for (i = 0; i < n + 1; i++) {
+		bool hit = i == n || i < ZP_GROUP_PAGES;
+
+		if (hit)
+			ck_assert_int_eq(zpool_load(pool, h[i], out), -EIO);
+		else
+			assert_page(pool, h[i], in + (size_t)i * PG);
+	}
+	ck_assert_int_eq(zpool_load_pages(pool, h, n, out), -EIO);
+	ck_assert_int_eq(zpool_load_pages(pool, h + n, 1, out), -EIO);
+	/* Put back, it reads again. */
+	ck_assert_int_eq(zpool__corrupt(pool, h[0], 0, 0x80), 0);
+	ck_assert_int_eq(zpool__corrupt(pool, h[n], 0, 0x80), 0);
+	ck_assert_int_eq(zpool_load_pages(pool, h, n + 1, out), 0);
+	ck_assert_mem_eq(out, in, (size_t)(n + 1) * PG);
+	for (i = 0; i < n + 1; i++)
+		zpool_free(pool, h[i]);
+	zpool_destroy(pool);
+out:
+	free(h);
+	free(in);
+	free(out);
+	free(dict);
+}
+END_TEST
+
+/*
  * Two threads free the same handles at once, as zpool_free() allows ("not
  * in use" is ignored): each page is freed once whatever its kind (same-
  * filled, a group's member, alone), the counters go down once, and the
@@ -441,6 +497,7 @@ int main(void)
 	const TTest *const configs[] = {
 		test_mem_limit_all_or_nothing,
 		test_page_source_failures,
+		test_corrupt_codec_byte,
 		NULL
 	};
 	const TTest *const threads[] = { test_concurrent_double_free, NULL };
