@@ -851,6 +851,52 @@ START_TEST(test_multi_members)
 }
 END_TEST
 
+/*
+ * Incompressible mode with groups: recompression marks the raw pages of a
+ * run incompressible and never the members beside them (it skips them), so
+ * only the raw pages go to the backing disk; the run reads back whole.
+ */
+START_TEST(test_multi_incompressible)
+{
+	static unsigned char model[8][PG];
+	struct zram_recompress_params p = ZRAM_RECOMPRESS_PARAMS_INIT;
+	struct tdisk *t = tdisk_new(16, false);
+	struct zram *z = new_zram_flags(8, t->disk, ZPOOL_F_MULTI_PAGE | ZPOOL_F_CHECKSUM);
+	unsigned char *run = malloc(8 * PG);
+	unsigned int i, raw;
+	int64_t n;
+
+	/* Stored as a group of 4, two raw pages, a group of 2. */
+	for (i = 0; i < 8; i++) {
+		raw = i == 4 || i == 5;
+		make_page(model[i], raw ? PAGE_RANDOM : PAGE_SIZED, i, 256);
+		memcpy(run + (size_t)i * PG, model[i], PG);
+	}
+	ck_assert_int_eq(io(z, REQ_OP_WRITE, 0, run, 8 * (unsigned int)PG), 0);
+	ck_assert_int_eq(zram_set_recomp_algorithm(z, "lz4hc", 1), 0);
+	ck_assert_int_ge(zram_recompress(z, &p), 0);
+	for (i = 0; i < 8; i++) {
+		raw = i == 4 || i == 5;
+		if (raw || ZP_GROUP_PAGES > 1)
+			ck_assert_msg(!(block_flags(z, i) & ZRAM_BS_INCOMPRESSIBLE) == !raw,
+				      "page %u", i);
+	}
+	/* With 64 KiB pages there are no groups: single pages may be marked too. */
+	n = zram_writeback(z, ZRAM_WB_INCOMPRESSIBLE, 0, UINT64_MAX);
+	if (ZP_GROUP_PAGES > 1)
+		ck_assert_int_eq(n, 2);
+	else
+		ck_assert_int_ge(n, 2);
+	for (i = 0; i < 8; i++)
+		if (i == 4 || i == 5 || ZP_GROUP_PAGES > 1)
+			ck_assert(page_on_backing(z, i) == (i == 4 || i == 5));
+	ck_assert_uint_eq(check_run(z, model, 0, 8), (unsigned int)n);
+	zram_destroy(z);
+	tdisk_free(t);
+	free(run);
+}
+END_TEST
+
 /* Many writes in flight on a disk that completes later; one with batch 1. */
 START_TEST(test_batch)
 {
@@ -1065,7 +1111,7 @@ int main(void)
 {
 	const TTest *const device[] = { test_modes, test_enospc, test_limit, test_backing_rules,
 					test_file_disk, test_batch, test_wait_sleeps, test_overwrite_in_flight,
-					test_block_pinned_while_read, NULL };
+					test_block_pinned_while_read, test_multi_incompressible, NULL };
 	/* _i = 0: a disk that completes inside submit_bio; 1: on its own thread. */
 	const TTest *const both[] = { test_partial_io, test_backing_fails, test_reset, test_race,
 				      test_multi_members, test_race_multi, NULL };
