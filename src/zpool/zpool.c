@@ -458,23 +458,21 @@ static int compress(struct zpool *pool, struct zpool__codec *codec, const void *
 }
 
 /*
- * Compress @page with @codec (NULL: the plain compressor) and store it.
+ * Store @page, which @codec (NULL: the plain compressor) compressed to @n
+ * bytes at @data, or 0 if they would not fit a non-huge class.
  * @below_class, when not 0, is a recompression's bound: the object must
  * land in a class smaller than that, and not raw; 1 if it would not.
  * Takes a reference on @codec for the object it stores.
  */
-static int store_with(struct zpool *pool, struct zpool__codec *codec, const void *page,
-		      size_t below_class, zpool_handle_t *handle)
+static int store_compressed(struct zpool *pool, struct zpool__codec *codec, const void *page,
+			    int n, const unsigned char *data, size_t below_class,
+			    zpool_handle_t *handle)
 {
-	const unsigned char *data;
 	struct size_class *c;
 	size_t len;
 	uint32_t h;
-	int n, ret;
+	int ret;
 
-	n = compress(pool, codec, page, ZP_PAGE_SIZE, &data);
-	if (n < 0)
-		return n;
 	if (n) {
 		len = (size_t)n + (codec ? 1 : 0);
 	} else {
@@ -494,6 +492,16 @@ static int store_with(struct zpool *pool, struct zpool__codec *codec, const void
 	atomic_fetch_add(&pool->orig_pages, 1);
 	*handle = h;
 	return 0;
+}
+
+/* Compress @page with @codec (NULL: the plain compressor) and store it. */
+static int store_with(struct zpool *pool, struct zpool__codec *codec, const void *page,
+		      size_t below_class, zpool_handle_t *handle)
+{
+	const unsigned char *data;
+	int n = compress(pool, codec, page, ZP_PAGE_SIZE, &data);
+
+	return n < 0 ? n : store_compressed(pool, codec, page, n, data, below_class, handle);
 }
 
 static bool free_obj(struct zpool *pool, zpool_handle_t handle);
@@ -602,6 +610,36 @@ int zpool_store(struct zpool *pool, const void *page, zpool_handle_t *handle)
 	return ret;
 }
 
+/*
+ * The first of @nr pages at @pages (none same-filled) and as many after it
+ * as a group takes: the first page compressed alone says how many, the
+ * most, in a power of two, that fit below the huge class at its size less
+ * a sixteenth (what grouping gains, about: 7% on anon-64m.bin), so that a
+ * group seldom fails to fit and is halved.  Halving from the most pages
+ * every time compressed each byte of anon-64m.bin 2.29 times, and of data
+ * compressing to 40% 4 times; this, 1.40 and 2.5 times, for a corpus 0.2%
+ * larger (12.35 MiB, zstd).  Returns the pages stored, or -errno.
+ */
+static int store_next(struct zpool *pool, struct zpool__codec *codec, const unsigned char *pages,
+		      unsigned int nr, zpool_handle_t *handles)
+{
+	size_t room = pool->huge_class_size - csum_bytes(pool) - (codec ? 1 : 0);
+	const unsigned char *data;
+	unsigned int k = 1;
+	int n, ret;
+
+	n = compress(pool, codec, pages, ZP_PAGE_SIZE, &data);
+	if (n < 0)
+		return n;
+	while (n && k * 2 <= nr && (size_t)n * k * 2 * 15 / 16 <= room)
+		k *= 2;
+	if (k == 1)
+		ret = store_compressed(pool, codec, pages, n, data, 0, handles);
+	else
+		ret = store_run(pool, codec, pages, k, handles);
+	return ret ? ret : (int)k;
+}
+
 int zpool_store_pages(struct zpool *pool, const void *pages, unsigned int nr,
 		      zpool_handle_t *handles)
 {
@@ -628,10 +666,11 @@ int zpool_store_pages(struct zpool *pool, const void *pages, unsigned int nr,
 			      !same_filled(p + (size_t)(done + run) * ZP_PAGE_SIZE, &word);
 		     run++)
 			;
-		ret = store_run(pool, codec, p + (size_t)done * ZP_PAGE_SIZE, run, &handles[done]);
-		if (ret)
+		ret = store_next(pool, codec, p + (size_t)done * ZP_PAGE_SIZE, run, &handles[done]);
+		if (ret < 0)
 			break;
-		done += run;
+		done += (unsigned int)ret;
+		ret = 0;
 	}
 	if (codec)
 		codec_put(pool, codec);
