@@ -17,7 +17,8 @@
  * handle table) go back to the source, so with the default source it
  * follows the process's resident memory down as well as up.
  *
- * Limits: one pool holds up to 2^32 - 1 handles, and up to 2^N - 1 zspages
+ * Limits: one pool holds up to 2^32 - 1 handles (a group of pages stored
+ * by zpool_store_pages() takes one more than its pages), and up to 2^N - 1 zspages
  * at once, where N is 30 with 4 KiB pages and 18 with 64 KiB pages.  An
  * incompressible page fills a zspage of its own, so 1,073,741,823 pages
  * (4 TiB) with 4 KiB pages, or 262,143 pages (16 GiB) with 64 KiB pages,
@@ -247,19 +248,23 @@ BVEC_API int zpool_store(struct zpool *pool, const void *page,
  * Each page gets a handle of its own, for zpool_load(), zpool_free() and
  * zpool_obj_size() as any other.  Without ZPOOL_F_MULTI_PAGE this is
  * zpool_store() for each page.  With it, runs of pages that are not
- * same-filled are compressed as one object of up to 32 KiB of pages, halved
- * until the object fits a class below the huge one (a single page is then
- * stored as by zpool_store()).  A page of a group reads back by
+ * same-filled are compressed as one object of up to 32 KiB of pages: as
+ * many pages, in a power of two, as the first of them compressed alone says
+ * will fit a class below the huge one, halved if they do not (a single page
+ * is stored as by zpool_store()).  A page of a group reads back by
  * decompressing its group, and the group's memory is given back when the
  * last of its pages is freed: until then a freed page's bytes still count
  * in compr_data_size and mem_used_total, while orig_data_size counts only
- * pages in use.  Such pages are not recompressed (zram_recompress()).
+ * pages in use (zram_compact() stores the pages left in a mostly freed
+ * group again alone).  Such pages are not recompressed (zram_recompress()).
  *
  * Locking: none needed; safe against any other call on @pool.
  *
  * Return: 0; -EINVAL for NULL arguments or @nr 0; -ENOMEM if memory ran out
- * or the pages would pass mem_limit, in which case none was stored and
- * nothing else changed.
+ * or the pages would pass mem_limit, in which case none was stored (what
+ * @handles holds then is not in use) and no statistic changed, except that
+ * with the default page source mem_used_total may count a zspage page
+ * touched meanwhile until the next zpool_compact().
  */
 BVEC_API int zpool_store_pages(struct zpool *pool, const void *pages, unsigned int nr,
 			       zpool_handle_t *handles);
@@ -267,8 +272,8 @@ BVEC_API int zpool_store_pages(struct zpool *pool, const void *pages, unsigned i
 /**
  * zpool_load_pages() - read stored pages back into one buffer
  * @pool: the pool
- * @handles: @nr handles in use
- * @nr: pages
+ * @handles: @nr handles in use, from zpool_store() or zpool_store_pages()
+ * @nr: pages; 0 reads nothing and returns 0
  * @pages: receives @nr * BVEC_PAGE_SIZE bytes, page i from @handles[i]
  *
  * As zpool_load() for each page, except that consecutive pages of one
@@ -287,7 +292,7 @@ BVEC_API int zpool_load_pages(struct zpool *pool, const zpool_handle_t *handles,
 /**
  * zpool_load() - read a stored page back
  * @pool: the pool
- * @handle: from zpool_store()
+ * @handle: from zpool_store() or zpool_store_pages()
  * @page: receives BVEC_PAGE_SIZE bytes
  *
  * Return: 0; -EINVAL for a handle that is not in use; -EIO if the object is
@@ -299,7 +304,8 @@ BVEC_API int zpool_load(struct zpool *pool, zpool_handle_t handle, void *page);
 /**
  * zpool_free() - forget a stored page
  * @pool: the pool
- * @handle: from zpool_store(); 0 and handles not in use are ignored
+ * @handle: from zpool_store() or zpool_store_pages(); 0 and handles not in
+ *	use are ignored, and of threads freeing one handle at once, one frees it
  */
 BVEC_API void zpool_free(struct zpool *pool, zpool_handle_t handle);
 

@@ -178,8 +178,13 @@ BVEC_API int zram_format_io_stat(const struct zram_io_stat *st, char *buf, size_
  * @zram: the device
  *
  * Safe alongside I/O; each size class is locked while it is compacted.
+ * With ZPOOL_F_MULTI_PAGE, first stores again alone each page left in a
+ * group of which at most half the pages are still in use (the others
+ * overwritten, discarded or written back), so that the group's memory is
+ * given back; that walks every page's slot, taking each slot's lock.
  *
- * Return: pages freed.
+ * Return: pages freed by moving objects (what rewriting pages gives back
+ * shows in zram_mm_stat()).
  */
 BVEC_API size_t zram_compact(struct zram *zram);
 

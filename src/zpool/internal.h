@@ -504,6 +504,12 @@ int zpool__store_slot(struct zpool *pool, unsigned int slot, const void *page,
 		      size_t below_class, zpool_handle_t *handle);
 /* Size of the class holding @handle's object, 0 for none (same-filled). */
 size_t zpool__obj_class_size(struct zpool *pool, zpool_handle_t handle);
+/*
+ * True if @handle is a page of a group (ZPOOL_F_MULTI_PAGE) of which at
+ * most half the pages are still in use: stored again alone, it would give
+ * the group's memory back sooner.  The caller keeps @handle alive.
+ */
+bool zpool__group_sparse(struct zpool *pool, zpool_handle_t handle);
 
 /* Test hook: XOR @mask into byte @offset of a stored object (tests, fuzzing). */
 int zpool__corrupt(struct zpool *pool, zpool_handle_t handle, size_t offset,

@@ -787,6 +787,16 @@ static uint64_t group_of(struct zpool *pool, uint64_t e)
 				    memory_order_acquire);
 }
 
+bool zpool__group_sparse(struct zpool *pool, zpool_handle_t handle)
+{
+	uint64_t e = lookup(pool, handle), w;
+
+	if (!zp_entry_is_member(e))
+		return false;
+	w = group_of(pool, e);
+	return zp_group_refs(w) * 2 <= zp_group_pages(w);
+}
+
 /*
  * Pages @first..@first + @nr - 1 of group @w into @dst: straight there when
  * they are the whole group, else through a group buffer.

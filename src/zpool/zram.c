@@ -730,6 +730,35 @@ int zram_format_io_stat(const struct zram_io_stat *s, char *buf, size_t len)
 			(unsigned long long)s->notify_free);
 }
 
+/*
+ * A page left in a group (ZPOOL_F_MULTI_PAGE) whose other pages were
+ * overwritten, discarded or written back holds the whole group's memory
+ * until it goes too.  Once at most half a group's pages are left, each is
+ * stored again alone, under its slot's lock so that no reader sees the
+ * switch, and the group's memory goes with the last of them.  A page on
+ * its way to the backing disk is left to the writeback; one that cannot
+ * be loaded or stored (corrupt, or mem_limit) stays as it is.
+ */
+static void regroup_slot(struct zram *z, struct zram_slot *s, uint64_t index, void *arg)
+{
+	zpool_handle_t h;
+	uint32_t old;
+
+	(void)index;
+	(void)arg;
+	slot_lock(s);
+	old = s->handle;
+	if ((atomic_load_explicit(&s->flags, memory_order_relaxed) & (ZRAM_WB | ZRAM_UNDER_WB)) ||
+	    !old || !zpool__group_sparse(z->pool, old) || zpool_load(z->pool, old, scratch) ||
+	    zpool_store(z->pool, scratch, &h)) {
+		slot_unlock(s);
+		return;
+	}
+	s->handle = (uint32_t)h;
+	slot_unlock(s);
+	zpool_free(z->pool, old);
+}
+
 size_t zram_compact(struct zram *z)
 {
 	size_t n;
@@ -737,6 +766,8 @@ size_t zram_compact(struct zram *z)
 	if (!z)
 		return 0;
 	zpool__read_lock(z->lock);
+	if (z->pool_cfg.flags & ZPOOL_F_MULTI_PAGE)
+		zram__slots_walk(z, regroup_slot, NULL);
 	n = zpool_compact(z->pool);
 	zpool__rw_unlock(z->lock);
 	return n;

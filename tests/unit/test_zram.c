@@ -8,6 +8,7 @@
 
 #include "pages.h"
 #include "zpool/internal.h" /* zpool__max_objects() */
+#include "zpool/zram_internal.h" /* a slot's handle */
 
 #define DISK_PAGES 64
 #define DISK_BYTES (DISK_PAGES * PG)
@@ -362,6 +363,93 @@ START_TEST(test_multi_groups)
 	ck_assert_uint_eq(a.compr_data_size, 0);
 	ck_assert_uint_eq(a.objects, 0);
 	zram_destroy(single);
+	zram_destroy(z);
+	free(model);
+	free(got);
+}
+END_TEST
+
+/* The handle in page @index's slot. */
+static zpool_handle_t slot_handle(struct zram *z, uint64_t index)
+{
+	struct zram_slot *s = zram__slot_get(z, index, false);
+
+	ck_assert_ptr_nonnull(s);
+	return s->handle;
+}
+
+/*
+ * zram_compact() stores again alone the pages left in a group of which at
+ * most half is still in use, giving the group's memory back; a group with
+ * more than half its pages left, and a corrupt group, stay as they are.
+ */
+START_TEST(test_multi_compact_regroups)
+{
+	const unsigned int g = ZP_GROUP_PAGES, n = 3 * g;
+	struct zram *z = new_zram_flags(DISK_BYTES, 0, ZPOOL_F_MULTI_PAGE | ZPOOL_F_CHECKSUM);
+	unsigned char *model = malloc((size_t)n * PG), *got = malloc((size_t)n * PG);
+	struct zpool_stats a, b, c;
+	zpool_handle_t kept;
+	unsigned int i;
+
+	if (g < 4) {
+		/* Pages of 16 KiB or more: groups of 2 or none, nothing sparse to test. */
+		zram_destroy(z);
+		free(model);
+		free(got);
+		return;
+	}
+	ck_assert_uint_le(n, DISK_PAGES);
+	for (i = 0; i < n; i++)
+		make_page(model + (size_t)i * PG, PAGE_SIZED, 7000 + i, 64); /* whole groups fit */
+	ck_assert_int_eq(do_io(z, REQ_OP_WRITE, 0, model, n * (unsigned int)PG, 1), 0);
+	for (i = 0; i < n; i++)
+		ck_assert_uint_eq(zpool__obj_class_size(z->pool, slot_handle(z, i)), 0);
+	/* Group 0: half its pages overwritten one by one.  Group 1: one fewer. */
+	for (i = 0; i < g / 2 + g / 2 - 1; i++) {
+		unsigned int idx = i < g / 2 ? 2 * i : g + 2 * (i - g / 2);
+
+		make_page(model + (size_t)idx * PG, PAGE_BINARY, 8000 + i, 0);
+		ck_assert_int_eq(do_io(z, REQ_OP_WRITE, (uint64_t)idx * PG,
+				       model + (size_t)idx * PG, (unsigned int)PG, 1), 0);
+	}
+	/* Group 2: half discarded, and its object corrupt. */
+	for (i = 0; i < g / 2; i++)
+		ck_assert_int_eq(do_io(z, REQ_OP_DISCARD, (uint64_t)(2 * g + 2 * i) * PG, NULL,
+				       (unsigned int)PG, 1), 0);
+	ck_assert_int_eq(zpool__corrupt(z->pool, slot_handle(z, 2 * g + 1), 20, 0x40), 0);
+	ck_assert(zpool__group_sparse(z->pool, slot_handle(z, 1)));
+	ck_assert(!zpool__group_sparse(z->pool, slot_handle(z, g + 1)));
+	ck_assert(zpool__group_sparse(z->pool, slot_handle(z, 2 * g + 1)));
+	kept = slot_handle(z, g + 1);
+	zram_mm_stat(z, &a);
+
+	zram_compact(z);
+	zram_mm_stat(z, &b);
+	/* Group 0's pages left each stand alone now, and its object is gone. */
+	for (i = 1; i < g; i += 2) {
+		ck_assert_uint_gt(zpool__obj_class_size(z->pool, slot_handle(z, i)), 0);
+		ck_assert_uint_eq(zpool__obj_class_size(z->pool, slot_handle(z, 2 * g + i)), 0);
+	}
+	ck_assert_uint_eq(slot_handle(z, g + 1), kept);
+	ck_assert_uint_eq(b.orig_data_size, a.orig_data_size);
+	ck_assert_uint_eq(b.objects, a.objects);
+	ck_assert_uint_lt(b.compr_data_size, a.compr_data_size);
+	ck_assert_uint_le(b.mem_used_total, a.mem_used_total);
+
+	/* Everything reads back; the corrupt group still says so. */
+	ck_assert_int_eq(do_io(z, REQ_OP_READ, 0, got, 2 * g * (unsigned int)PG, 1), 0);
+	ck_assert_mem_eq(got, model, (size_t)2 * g * PG);
+	for (i = 0; i < g; i++) {
+		int want = i % 2 ? -EIO : 0;
+
+		ck_assert_int_eq(do_io(z, REQ_OP_READ, (uint64_t)(2 * g + i) * PG, got,
+				       (unsigned int)PG, 1), want);
+	}
+	/* Nothing left to do the second time. */
+	zram_compact(z);
+	zram_mm_stat(z, &c);
+	ck_assert_uint_eq(c.compr_data_size, b.compr_data_size);
 	zram_destroy(z);
 	free(model);
 	free(got);
@@ -1168,6 +1256,7 @@ int main(void)
 		test_invalid_io,
 		test_mem_limit_keeps_old_data,
 		test_multi_groups,
+		test_multi_compact_regroups,
 		test_mem_limit_multi,
 		test_stats_idle_compact_reset,
 		test_concurrent_sub_page_writes,
