@@ -1153,6 +1153,24 @@ static void *stamp_io(void *arg)
 	return NULL;
 }
 
+/* Compaction beside the stampers: it stores pages of sparse groups again. */
+struct compactor {
+	struct zram *z;
+	atomic_bool stop;
+	unsigned long passes;
+};
+
+static void *compact_loop(void *arg)
+{
+	struct compactor *c = arg;
+
+	while (!atomic_load(&c->stop)) {
+		zram_compact(c->z);
+		c->passes++;
+	}
+	return NULL;
+}
+
 static void check_stamped(struct zram *z, uint64_t index)
 {
 	unsigned char page[PG];
@@ -1165,11 +1183,14 @@ START_TEST(test_multi_atomic)
 {
 	const uint32_t flags = loop_flags(_i, 2);
 	struct zram *z = new_zram_flags(ATOMIC_PAGES * PG, 0, flags);
+	struct compactor cp = { .z = z };
 	struct stamper t[3];
-	pthread_t th[3];
+	pthread_t th[3], ct;
 	struct zpool_stats ms;
 	unsigned int i;
 
+	atomic_init(&cp.stop, false);
+	ck_assert_int_eq(pthread_create(&ct, NULL, compact_loop, &cp), 0);
 	for (i = 0; i < 3; i++) {
 		t[i] = (struct stamper){ z, i + 1, test_scale(1500), 0 };
 		ck_assert_int_eq(pthread_create(&th[i], NULL, stamp_io, &t[i]), 0);
@@ -1178,6 +1199,9 @@ START_TEST(test_multi_atomic)
 		pthread_join(th[i], NULL);
 		ck_assert_msg(t[i].err == 0, "thread %u: %d", i, t[i].err);
 	}
+	atomic_store(&cp.stop, true);
+	pthread_join(ct, NULL);
+	ck_assert_uint_gt(cp.passes, 0);
 	for (i = 0; i < ATOMIC_PAGES; i++) {
 		check_stamped(z, i);
 	}
