@@ -25,10 +25,12 @@
  * can be stored whatever their contents; compressible pages share zspages
  * and go further.  Past a limit a store fails with -ENOMEM.
  *
- * Locking: every function is thread-safe.  Stores and loads on different
- * threads never share a compression context; loads of objects in different
- * size classes never share a lock, loads in the same class share a reader
- * lock.  The order is: class lock, then the pool's table lock.
+ * Locking: every function is thread-safe.  Compression contexts (and
+ * zstd's decompression contexts) are shared by all threads and pools, one
+ * per CPU as the kernel's zcomp streams: a store waits, yielding, only when
+ * more threads compress at once than there are CPUs.  Loads of objects in
+ * different size classes never share a lock, loads in the same class share
+ * a reader lock.  The order is: class lock, then the pool's table lock.
  */
 #ifndef LIBBVEC_ZPOOL_H
 #define LIBBVEC_ZPOOL_H

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * Compressors and their contexts.  A thread context (lz4 state, lz4hc
- * stream, an output buffer) belongs to one thread, so stores and loads on
- * different threads never share a lock for compression; it is made on a
- * thread's first use and freed when the thread exits.  zstd's contexts are
- * shared instead, one per CPU (see zcache_get()).
+ * Compressors and their contexts.  What a compression needs (lz4's state,
+ * an lz4hc stream, a zstd context, an output buffer) is a stream, and what
+ * a zstd decompression needs a context: both shared by every thread, at
+ * most one per CPU (see zcache_get()), as the kernel's zcomp streams.
  */
 #include <lz4.h>
 #include <lz4hc.h>
@@ -19,43 +18,6 @@
 
 /* At least LZ4_COMPRESSBOUND and ZSTD_COMPRESSBOUND of one page. */
 #define OUT_BOUND (ZP_PAGE_SIZE + ZP_PAGE_SIZE / 8 + 64)
-
-struct tctx {
-	void *lz4;		/* LZ4_stream_t, made on first lz4 use */
-	LZ4_streamHC_t *lz4hc;	/* made on first lz4hc use */
-	unsigned char out[OUT_BOUND];
-};
-
-static void tctx_free(void *p)
-{
-	struct tctx *t = p;
-
-	zpool__os_free(t->lz4);
-	zpool__os_free(t->lz4hc);
-	zpool__os_free(t);
-}
-
-static void *tctx_new(void)
-{
-	struct tctx *t = zpool__os_alloc(sizeof(*t));
-
-	if (t)
-		memset(t, 0, offsetof(struct tctx, out));
-	return t;
-}
-
-static struct tctx *tctx(void)
-{
-	return zpool__thread_ctx(tctx_new, tctx_free);
-}
-
-/* A thread that only ever uses zstd does not pay lz4's 16 KiB state. */
-static void *lz4_state(struct tctx *t)
-{
-	if (!t->lz4)
-		t->lz4 = zpool__os_alloc((size_t)LZ4_sizeofState());
-	return t->lz4;
-}
 
 static const struct {
 	const char *name;
@@ -219,40 +181,71 @@ void zpool__group_buf_put(void *buf)
 	zcache_put(&group_bufs, buf);
 }
 
+/*
+ * A compression stream.  Its parts are made on first use, so a stream that
+ * only ever ran zstd has no lz4 state; a thread holds one for a call and
+ * the output it read, never two at once.  Made per thread, they cost each
+ * thread that ever stored a page: with nbdkit's 16 workers, 16 lz4 states
+ * and buffers (330 KiB), 16 lz4hc streams (4 MiB), where a CPU runs one
+ * compression at a time.
+ */
+struct zpool__stream {
+	void *lz4;		/* LZ4_stream_t */
+	LZ4_streamHC_t *lz4hc;
+#ifdef ZPOOL_HAVE_ZSTD
+	ZSTD_CCtx *zc;
+	bool plain;		/* zc holds the plain frame parameters at level... */
+	bool group;		/* ...for a group of pages, not one page */
+	int level;
+#endif
+	unsigned char out[OUT_BOUND];
+};
+
+static struct zcache streams;
+
+static void *stream_new(void)
+{
+	struct zpool__stream *st = zpool__os_alloc(sizeof(*st));
+
+	if (st)
+		memset(st, 0, offsetof(struct zpool__stream, out));
+	return st;
+}
+
+void zpool__stream_put(struct zpool__stream *st)
+{
+	zcache_put(&streams, st);
+}
+
+static void *lz4_state(struct zpool__stream *st)
+{
+	if (!st->lz4)
+		st->lz4 = zpool__os_alloc((size_t)LZ4_sizeofState());
+	return st->lz4;
+}
+
+static LZ4_streamHC_t *lz4hc_state(struct zpool__stream *st)
+{
+	if (!st->lz4hc) {
+		st->lz4hc = zpool__os_alloc(sizeof(*st->lz4hc));
+		if (st->lz4hc && !LZ4_initStreamHC(st->lz4hc, sizeof(*st->lz4hc))) {
+			zpool__os_free(st->lz4hc);
+			st->lz4hc = NULL;
+		}
+	}
+	return st->lz4hc;
+}
+
 #ifdef ZPOOL_HAVE_ZSTD
 /*
  * zstd's contexts are large even sized for one page (ZSTD_compress2() sizes
  * a CCtx for its input: 88 KiB at level 3 for 4 KiB, 650 KiB for 64 KiB; a
  * DCtx is 94 KiB whatever the input), and each is used only within one call.
  * Kept per thread they cost that much for every thread that ever touched
- * the pool: with nbdkit's 16 workers, 2.9 MiB over a 14 MiB pool.  So they
- * come from the shared caches above.
+ * the pool: with nbdkit's 16 workers, 2.9 MiB over a 14 MiB pool.  So a
+ * CCtx lives in a stream, a DCtx in the cache of its own below.
  */
-struct zcctx {
-	ZSTD_CCtx *zc;
-	bool plain;	/* zc holds the plain frame parameters at level... */
-	bool group;	/* ...for a group of pages, not one page */
-	int level;
-};
-
-static struct zcache cctxs, dctxs;
-
-static void *cctx_new(void)
-{
-	struct zcctx *c = zpool__os_alloc(sizeof(*c));
-
-	if (!c)
-		return NULL;
-	c->zc = ZSTD_createCCtx();
-	c->plain = false;
-	c->group = false;
-	c->level = 0;
-	if (!c->zc) {
-		zpool__os_free(c);
-		return NULL;
-	}
-	return c;
-}
+static struct zcache dctxs;
 
 static void *dctx_new(void)
 {
@@ -265,19 +258,18 @@ static void *dctx_new(void)
  * zstd's ratio on anon-64m.bin (doc/performance.md).  The object's codec
  * already names the format, and no dictionary id is needed either.
  */
-static int zstd_compress(struct tctx *t, int level, const ZSTD_CDict *cdict, size_t limit,
-			 const void *src, size_t bytes)
+static int zstd_compress(struct zpool__stream *st, int level, const ZSTD_CDict *cdict,
+			 size_t limit, const void *src, size_t bytes)
 {
-	struct zcctx *c = zcache_get(&cctxs, cctx_new);
 	bool group = bytes > ZP_PAGE_SIZE;
 	ZSTD_CCtx *zc;
 	size_t r;
 
-	if (!c)
+	if (!st->zc && !(st->zc = ZSTD_createCCtx()))
 		return -ENOMEM;
-	zc = c->zc;
+	zc = st->zc;
 	/* Setting the parameters per page would cost 2-3% of the time. */
-	if (cdict || !c->plain || c->level != level || c->group != group) {
+	if (cdict || !st->plain || st->level != level || st->group != group) {
 		ZSTD_CCtx_reset(zc, ZSTD_reset_session_and_parameters);
 		ZSTD_CCtx_setParameter(zc, ZSTD_c_format, ZSTD_f_zstd1_magicless);
 		ZSTD_CCtx_setParameter(zc, ZSTD_c_contentSizeFlag, 0);
@@ -300,15 +292,14 @@ static int zstd_compress(struct tctx *t, int level, const ZSTD_CDict *cdict, siz
 				ZSTD_CCtx_setParameter(zc, ZSTD_c_chainLog, 10);
 			}
 		}
-		c->plain = !cdict;
-		c->group = group;
-		c->level = level;
+		st->plain = !cdict;
+		st->group = group;
+		st->level = level;
 	}
-	r = ZSTD_compress2(zc, t->out, limit, src, bytes);
+	r = ZSTD_compress2(zc, st->out, limit, src, bytes);
 	/* Not kept: a codec, and with it its CDict, may be freed before the next page. */
 	if (cdict)
 		ZSTD_CCtx_reset(zc, ZSTD_reset_session_and_parameters);
-	zcache_put(&cctxs, c);
 	return ZSTD_isError(r) ? 0 : (int)r;
 }
 
@@ -339,49 +330,61 @@ static int zstd_decompress(const ZSTD_DDict *ddict, const void *src, size_t len,
 }
 #endif
 
-int zpool__compress(int comp, int level, const void *src, size_t bytes, size_t limit,
-		    const unsigned char **out)
+/* Compress with @st: the length (past @limit for lz4 on a page), or -errno. */
+static int plain_compress(struct zpool__stream *st, int comp, int level, const void *src,
+			  size_t bytes, size_t limit)
 {
-	struct tctx *t = tctx();
-	int n = 0;
-
-	if (!t)
-		return -ENOMEM;
-	*out = t->out;
 	switch (comp) {
 	case ZP_COMP_LZ4:
-		if (!lz4_state(t))
+		if (!lz4_state(st))
 			return -ENOMEM;
 		/* A full-size output takes lz4's unchecked fast path; a bounded
 		 * one would check every write (about 10% slower on this data).
 		 * A group's bound is @limit, below a page. */
-		n = LZ4_compress_fast_extState(t->lz4, src, (char *)t->out, (int)bytes,
-					       (int)(bytes == ZP_PAGE_SIZE ? OUT_BOUND : limit),
-					       level);
-		break;
+		return LZ4_compress_fast_extState(st->lz4, src, (char *)st->out, (int)bytes,
+						  (int)(bytes == ZP_PAGE_SIZE ? OUT_BOUND : limit),
+						  level);
 	case ZP_COMP_LZ4HC:
-		if (!t->lz4hc) {
-			t->lz4hc = zpool__os_alloc(sizeof(*t->lz4hc));
-			if (!t->lz4hc || !LZ4_initStreamHC(t->lz4hc, sizeof(*t->lz4hc)))
-				return -ENOMEM;
-		}
+		if (!lz4hc_state(st))
+			return -ENOMEM;
 		/* Resetting the stream, not re-initialising it, keeps each page
 		 * independent without clearing 256 KiB per page. */
-		LZ4_resetStreamHC_fast(t->lz4hc, level);
-		n = LZ4_compress_HC_continue(t->lz4hc, src, (char *)t->out, (int)bytes,
-					     (int)limit);
-		break;
+		LZ4_resetStreamHC_fast(st->lz4hc, level);
+		return LZ4_compress_HC_continue(st->lz4hc, src, (char *)st->out, (int)bytes,
+						(int)limit);
 #ifdef ZPOOL_HAVE_ZSTD
 	case ZP_COMP_ZSTD:
-		n = zstd_compress(t, level, NULL, limit, src, bytes);
-		if (n < 0)
-			return n; /* no context: not "incompressible" */
-		break;
+		return zstd_compress(st, level, NULL, limit, src, bytes);
 #endif
 	default:
 		return -EINVAL;
 	}
-	return n > 0 && (size_t)n <= limit ? n : 0;
+}
+
+/*
+ * @n from a compression with @st: a length within @limit is the caller's,
+ * with @st holding it; anything else gives @st back.
+ */
+static int hand_over(struct zpool__stream *st, int n, size_t limit, struct zpool__stream **sp,
+		     const unsigned char **out)
+{
+	if (n > 0 && (size_t)n <= limit) {
+		*sp = st;
+		*out = st->out;
+		return n;
+	}
+	zpool__stream_put(st);
+	return n < 0 ? n : 0; /* -errno is not "incompressible" */
+}
+
+int zpool__compress(int comp, int level, const void *src, size_t bytes, size_t limit,
+		    struct zpool__stream **sp, const unsigned char **out)
+{
+	struct zpool__stream *st = zcache_get(&streams, stream_new);
+
+	if (!st)
+		return -ENOMEM;
+	return hand_over(st, plain_compress(st, comp, level, src, bytes, limit), limit, sp, out);
 }
 
 int zpool__decompress(int comp, const void *src, size_t len, void *dst, size_t bytes)
@@ -486,44 +489,45 @@ void zpool__codec_free(struct zpool__codec *c)
 }
 
 int zpool__codec_compress(const struct zpool__codec *c, const void *src, size_t bytes,
-			  size_t limit, const unsigned char **out)
+			  size_t limit, struct zpool__stream **sp, const unsigned char **out)
 {
-	struct tctx *t;
-	int n = 0;
+	struct zpool__stream *st;
+	int n;
 
 	if (!c->dict_len)
-		return zpool__compress(c->comp, c->level, src, bytes, limit, out);
-	t = tctx();
-	if (!t)
+		return zpool__compress(c->comp, c->level, src, bytes, limit, sp, out);
+	st = zcache_get(&streams, stream_new);
+	if (!st)
 		return -ENOMEM;
-	*out = t->out;
 	switch (c->comp) {
 	case ZP_COMP_LZ4:
-		if (!lz4_state(t))
-			return -ENOMEM;
-		memcpy(t->lz4, c->lz4, sizeof(LZ4_stream_t));
-		n = LZ4_compress_fast_continue(t->lz4, src, (char *)t->out, (int)bytes,
+		if (!lz4_state(st)) {
+			n = -ENOMEM;
+			break;
+		}
+		memcpy(st->lz4, c->lz4, sizeof(LZ4_stream_t));
+		n = LZ4_compress_fast_continue(st->lz4, src, (char *)st->out, (int)bytes,
 					       (int)limit, c->level);
 		break;
 	case ZP_COMP_LZ4HC:
-		if (!t->lz4hc && !(t->lz4hc = zpool__os_alloc(sizeof(*t->lz4hc))))
-			return -ENOMEM;
+		if (!lz4hc_state(st)) {
+			n = -ENOMEM;
+			break;
+		}
 		/* A whole copy: the plain path's fast reset then finds a valid stream. */
-		memcpy(t->lz4hc, c->lz4hc, sizeof(*t->lz4hc));
-		n = LZ4_compress_HC_continue(t->lz4hc, src, (char *)t->out, (int)bytes,
+		memcpy(st->lz4hc, c->lz4hc, sizeof(*st->lz4hc));
+		n = LZ4_compress_HC_continue(st->lz4hc, src, (char *)st->out, (int)bytes,
 					     (int)limit);
 		break;
 #ifdef ZPOOL_HAVE_ZSTD
 	case ZP_COMP_ZSTD:
-		n = zstd_compress(t, c->level, c->cdict, limit, src, bytes);
-		if (n < 0)
-			return n; /* no context: not "incompressible" */
+		n = zstd_compress(st, c->level, c->cdict, limit, src, bytes);
 		break;
 #endif
 	default:
-		return -EINVAL;
+		n = -EINVAL;
 	}
-	return n > 0 && (size_t)n <= limit ? n : 0;
+	return hand_over(st, n, limit, sp, out);
 }
 
 int zpool__codec_decompress(const struct zpool__codec *c, const void *src, size_t len,

@@ -422,13 +422,18 @@ enum zp_comp { ZP_COMP_LZ4, ZP_COMP_LZ4HC, ZP_COMP_ZSTD };
 int zpool__comp_lookup(const char *name, int level, int *comp, int *out_level);
 const char *zpool__comp_name(int comp);
 /*
- * Compress @bytes (a page, or up to ZP_GROUP_PAGES pages) into a
- * thread-local buffer; returns length, or 0 if it would exceed @limit
- * (which must be below a page for more than one), or -ENOMEM.  *out points
- * at the buffer.
+ * Compress @bytes (a page, or up to ZP_GROUP_PAGES pages): the length, with
+ * *@out in the compression stream *@sp, which the caller gives back with
+ * zpool__stream_put() once done with *@out (and before it compresses
+ * anything else: streams are one per CPU, and a thread waiting for a second
+ * while holding one could wait for ever); 0 if the length would pass
+ * @limit (which must be below a page for more than one), or -ENOMEM, and
+ * then nothing is held.
  */
+struct zpool__stream;
 int zpool__compress(int comp, int level, const void *src, size_t bytes, size_t limit,
-		    const unsigned char **out);
+		    struct zpool__stream **sp, const unsigned char **out);
+void zpool__stream_put(struct zpool__stream *st);
 /* 0, or -EIO if @src does not decode to exactly @bytes. */
 int zpool__decompress(int comp, const void *src, size_t len, void *dst, size_t bytes);
 /*
@@ -470,7 +475,7 @@ struct zpool__codec *zpool__codec_new(int comp, int level, const void *dict, siz
 void zpool__codec_free(struct zpool__codec *c);
 /* As zpool__compress() and zpool__decompress(), with the codec's dictionary. */
 int zpool__codec_compress(const struct zpool__codec *c, const void *src, size_t bytes,
-			  size_t limit, const unsigned char **out);
+			  size_t limit, struct zpool__stream **sp, const unsigned char **out);
 int zpool__codec_decompress(const struct zpool__codec *c, const void *src, size_t len,
 			    void *dst, size_t bytes);
 /* zstd's ZDICT on @nr_pages pages: the dictionary's length, or -errno. */

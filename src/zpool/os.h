@@ -40,14 +40,6 @@ void zpool__read_lock(struct zpool__rwlock *l);
 void zpool__write_lock(struct zpool__rwlock *l);
 void zpool__rw_unlock(struct zpool__rwlock *l);
 
-/*
- * This thread's context pointer, made by @create on the thread's first
- * call; @dtor runs on it when the thread exits.  Every call must pass the
- * same @dtor (the first one is registered); NULL if that is not so or if
- * @create or the thread-specific key fails.
- */
-void *zpool__thread_ctx(void *(*create)(void), void (*dtor)(void *));
-
 /* Plain heap memory (per-thread contexts, zram's slot table). */
 void *zpool__os_alloc(size_t size);
 void *zpool__os_zalloc(size_t size);

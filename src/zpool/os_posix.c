@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* POSIX edge of libzpool: pthreads, thread-local contexts, mmap. */
+/* POSIX edge of libzpool: pthreads, CPUs, time, mmap. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -147,54 +147,6 @@ unsigned int zpool__os_cpus(void)
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 
 	return n < 1 ? 1u : n > 1024 ? 1024u : (unsigned int)n;
-}
-
-/*
- * The thread-local pointer is the fast path; the pthread key exists only
- * so the context is freed when the thread exits.  The destructor is fixed
- * by the one pthread_once() run: written once there and read only after
- * it, so threads never race on it (a global rewritten on every first call
- * was a data race ThreadSanitizer caught).  The initialiser takes no
- * argument, so the caller's destructor reaches it through a thread-local.
- */
-static pthread_key_t ctx_key;
-static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
-static int ctx_key_err;
-static void (*ctx_dtor)(void *);
-static _Thread_local void (*ctx_init_dtor)(void *);
-static _Thread_local void *ctx_cached;
-
-static void ctx_exit(void *p)
-{
-	ctx_cached = NULL;
-	ctx_dtor(p);
-}
-
-static void ctx_key_init(void)
-{
-	ctx_dtor = ctx_init_dtor;
-	ctx_key_err = pthread_key_create(&ctx_key, ctx_exit);
-}
-
-void *zpool__thread_ctx(void *(*create)(void), void (*dtor)(void *))
-{
-	void *c = ctx_cached;
-
-	if (c)
-		return c;
-	ctx_init_dtor = dtor;
-	pthread_once(&ctx_once, ctx_key_init);
-	if (ctx_key_err || dtor != ctx_dtor)
-		return NULL;
-	c = create();
-	if (!c)
-		return NULL;
-	if (pthread_setspecific(ctx_key, c)) {
-		dtor(c);
-		return NULL;
-	}
-	ctx_cached = c;
-	return c;
 }
 
 /*

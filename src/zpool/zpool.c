@@ -445,16 +445,19 @@ nomem:
 	return -ENOMEM;
 }
 
-/* Compress @bytes at @src with @codec, or the plain compressor when NULL. */
+/*
+ * Compress @bytes at @src with @codec, or the plain compressor when NULL;
+ * a length > 0 is at *@out in the stream *@st, for zpool__stream_put().
+ */
 static int compress(struct zpool *pool, struct zpool__codec *codec, const void *src,
-		    size_t bytes, const unsigned char **out)
+		    size_t bytes, struct zpool__stream **st, const unsigned char **out)
 {
 	size_t limit = pool->huge_class_size - csum_bytes(pool) - (codec ? 1 : 0);
 
-	return codec ? zpool__codec_compress(codec, src, bytes, limit, out)
+	return codec ? zpool__codec_compress(codec, src, bytes, limit, st, out)
 		     : zpool__compress(pool->comp,
 				       atomic_load_explicit(&pool->level, memory_order_relaxed),
-				       src, bytes, limit, out);
+				       src, bytes, limit, st, out);
 }
 
 /*
@@ -498,10 +501,16 @@ static int store_compressed(struct zpool *pool, struct zpool__codec *codec, cons
 static int store_with(struct zpool *pool, struct zpool__codec *codec, const void *page,
 		      size_t below_class, zpool_handle_t *handle)
 {
+	struct zpool__stream *st = NULL;
 	const unsigned char *data;
-	int n = compress(pool, codec, page, ZP_PAGE_SIZE, &data);
+	int n = compress(pool, codec, page, ZP_PAGE_SIZE, &st, &data), ret;
 
-	return n < 0 ? n : store_compressed(pool, codec, page, n, data, below_class, handle);
+	if (n < 0)
+		return n;
+	ret = store_compressed(pool, codec, page, n, data, below_class, handle);
+	if (st)
+		zpool__stream_put(st);
+	return ret;
 }
 
 static bool free_obj(struct zpool *pool, zpool_handle_t handle);
@@ -527,18 +536,20 @@ static void unstore(struct zpool *pool, zpool_handle_t handle)
 static int store_group(struct zpool *pool, struct zpool__codec *codec, const unsigned char *pages,
 		       unsigned int nr, zpool_handle_t *handles)
 {
+	struct zpool__stream *st;
 	const unsigned char *data;
 	uint64_t limit;
 	unsigned int i;
 	uint32_t gh, g;
 	int n, ret;
 
-	n = compress(pool, codec, pages, nr * ZP_PAGE_SIZE, &data);
+	n = compress(pool, codec, pages, nr * ZP_PAGE_SIZE, &st, &data);
 	if (n <= 0)
 		return n < 0 ? n : 1;
 	ret = store_obj(pool, zpool__class_for(pool, (size_t)n + (codec ? 1 : 0) +
 							     csum_bytes(pool)),
 			codec, data, (size_t)n + (codec ? 1 : 0), &gh);
+	zpool__stream_put(st);
 	if (ret)
 		return ret;
 	g = zpool__table_alloc(pool, &pool->groups, zp_group_word(gh, nr));
@@ -624,18 +635,22 @@ static int store_next(struct zpool *pool, struct zpool__codec *codec, const unsi
 		      unsigned int nr, zpool_handle_t *handles)
 {
 	size_t room = pool->huge_class_size - csum_bytes(pool) - (codec ? 1 : 0);
+	struct zpool__stream *st = NULL;
 	const unsigned char *data;
 	unsigned int k = 1;
-	int n, ret;
+	int n, ret = 0;
 
-	n = compress(pool, codec, pages, ZP_PAGE_SIZE, &data);
+	n = compress(pool, codec, pages, ZP_PAGE_SIZE, &st, &data);
 	if (n < 0)
 		return n;
 	while (n && k * 2 <= nr && (size_t)n * k * 2 * 15 / 16 <= room)
 		k *= 2;
 	if (k == 1)
 		ret = store_compressed(pool, codec, pages, n, data, 0, handles);
-	else
+	/* Given back before the group takes one: a thread never holds two. */
+	if (st)
+		zpool__stream_put(st);
+	if (k > 1)
 		ret = store_run(pool, codec, pages, k, handles);
 	return ret ? ret : (int)k;
 }

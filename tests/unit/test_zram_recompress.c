@@ -422,6 +422,7 @@ START_TEST(test_zstd_frames)
 	struct zpool__codec *plain, *withdict;
 	ZSTD_CCtx *cc = ZSTD_createCCtx();
 	ZSTD_CDict *cd;
+	struct zpool__stream *st;
 	const unsigned char *out;
 	int comp, level, n;
 	size_t m;
@@ -442,15 +443,17 @@ START_TEST(test_zstd_frames)
 
 	m = ZSTD_compressCCtx(cc, old, sizeof(old), page, PG, level);
 	ck_assert(!ZSTD_isError(m));
-	n = zpool__compress(comp, level, page, PG, PG, &out);
+	n = zpool__compress(comp, level, page, PG, PG, &st, &out);
 	check_frame(out, n, m, page, plain);
+	zpool__stream_put(st);
 	ck_assert_int_eq(zpool__decompress(comp, old, m, back, PG), 0);
 	ck_assert(!memcmp(back, page, PG));
 
 	m = ZSTD_compress_usingCDict(cc, old, sizeof(old), page, PG, cd);
 	ck_assert(!ZSTD_isError(m));
-	n = zpool__codec_compress(withdict, page, PG, PG, &out);
+	n = zpool__codec_compress(withdict, page, PG, PG, &st, &out);
 	check_frame(out, n, 0, page, withdict); /* the codec searches harder than zstd's default */
+	zpool__stream_put(st);
 	ck_assert_int_eq(zpool__codec_decompress(withdict, old, m, back, PG), 0);
 	ck_assert(!memcmp(back, page, PG));
 
