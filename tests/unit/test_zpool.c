@@ -6,6 +6,7 @@
 #include <libbvec/zpool.h>
 
 #include "../../src/zpool/internal.h"
+#include "failing_source.h"
 #include "pages.h"
 
 static struct zpool *new_pool(const char *comp, unsigned int flags,
@@ -412,33 +413,6 @@ START_TEST(test_corrupt_without_checksum)
 	zpool_destroy(pool);
 }
 END_TEST
-
-/* A page source over an arena that fails every Nth allocation. */
-struct failing_source {
-	struct zpool_page_source arena_src;
-	long calls, fail_every, outstanding;
-};
-
-static void *failing_alloc(void *ctx, size_t bytes)
-{
-	struct failing_source *f = ctx;
-	void *p;
-
-	if (f->fail_every && ++f->calls % f->fail_every == 0)
-		return NULL;
-	p = f->arena_src.alloc(f->arena_src.ctx, bytes);
-	if (p)
-		f->outstanding += (long)(bytes / PG);
-	return p;
-}
-
-static void failing_free(void *ctx, void *mem, size_t bytes)
-{
-	struct failing_source *f = ctx;
-
-	f->outstanding -= (long)(bytes / PG);
-	f->arena_src.free(f->arena_src.ctx, mem, bytes);
-}
 
 START_TEST(test_page_source_failures)
 {

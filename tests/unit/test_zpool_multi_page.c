@@ -15,6 +15,7 @@
 #include <libbvec/zpool.h>
 
 #include "../../src/zpool/internal.h" /* groups, corruption, codec slots */
+#include "failing_source.h"
 #include "pages.h"
 
 static const char *const comps[] = { "lz4", "lz4hc", "zstd" };
@@ -746,33 +747,6 @@ out:
 }
 END_TEST
 
-/* A page source over an arena that fails exactly its @fail_at-th call. */
-struct failing_source {
-	struct zpool_page_source arena_src;
-	long calls, fail_at, outstanding;
-};
-
-static void *failing_alloc(void *ctx, size_t bytes)
-{
-	struct failing_source *f = ctx;
-	void *p;
-
-	if (++f->calls == f->fail_at)
-		return NULL;
-	p = f->arena_src.alloc(f->arena_src.ctx, bytes);
-	if (p)
-		f->outstanding += (long)(bytes / PG);
-	return p;
-}
-
-static void failing_free(void *ctx, void *mem, size_t bytes)
-{
-	struct failing_source *f = ctx;
-
-	f->outstanding -= (long)(bytes / PG);
-	f->arena_src.free(f->arena_src.ctx, mem, bytes);
-}
-
 #define FAIL_RUNS 12
 
 /*
@@ -1046,6 +1020,22 @@ out:
 END_TEST
 
 /*
+ * A multi-page pool whose slot 0 codec has a dictionary of two pages (made
+ * into @dict) at a level the compressor takes: *@level.
+ */
+static struct zpool *dict_pool(const char *comp, unsigned int flags, unsigned char *dict,
+			       int *level)
+{
+	struct zpool *pool = new_pool(comp, flags | ZPOOL_F_MULTI_PAGE, NULL);
+
+	make_page(dict, PAGE_TEXT, 1, 0);
+	make_page(dict + PG, PAGE_BINARY, 2, 0);
+	*level = pool->comp == ZP_COMP_LZ4 ? 1 : pool->comp == ZP_COMP_LZ4HC ? 9 : 3;
+	ck_assert_int_eq(zpool__codec_slot_set(pool, 0, pool->comp, *level, dict, 2 * PG), 0);
+	return pool;
+}
+
+/*
  * Objects written by a codec with a dictionary (zram's algorithm
  * parameters) carry a codec byte: groups must too, and read back.
  */
@@ -1063,11 +1053,7 @@ START_TEST(test_groups_with_dictionary)
 	ck_assert_ptr_nonnull(h);
 	if (!config(_i, &comp, &flags))
 		goto out;
-	pool = new_pool(comp, flags | ZPOOL_F_MULTI_PAGE, NULL);
-	make_page(dict, PAGE_TEXT, 1, 0);
-	make_page(dict + PG, PAGE_BINARY, 2, 0);
-	level = pool->comp == ZP_COMP_LZ4 ? 1 : pool->comp == ZP_COMP_LZ4HC ? 9 : 3;
-	ck_assert_int_eq(zpool__codec_slot_set(pool, 0, pool->comp, level, dict, 2 * PG), 0);
+	pool = dict_pool(comp, flags, dict, &level);
 	make_run(in, PAT_SMALL, 21, n);
 	for (i = 0; i < n; i += 3)
 		make_page(in + (size_t)i * PG, PAGE_TEXT, 40 + i, 0);
@@ -1112,11 +1098,7 @@ START_TEST(test_corrupt_codec_byte)
 	ck_assert_ptr_nonnull(h);
 	if (!config(_i, &comp, &flags))
 		goto out;
-	pool = new_pool(comp, flags | ZPOOL_F_MULTI_PAGE, NULL);
-	make_page(dict, PAGE_TEXT, 1, 0);
-	make_page(dict + PG, PAGE_BINARY, 2, 0);
-	level = pool->comp == ZP_COMP_LZ4 ? 1 : pool->comp == ZP_COMP_LZ4HC ? 9 : 3;
-	ck_assert_int_eq(zpool__codec_slot_set(pool, 0, pool->comp, level, dict, 2 * PG), 0);
+	pool = dict_pool(comp, flags, dict, &level);
 	make_run(in, PAT_SMALL, 23, n);
 	make_page(in + (size_t)n * PG, PAGE_TEXT, 24, 0);
 	ck_assert_int_eq(zpool_store_pages(pool, in, n, h), 0);

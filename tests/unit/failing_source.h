@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/* A page source over an arena that fails the allocations a test picks. */
+#ifndef BVEC_TEST_FAILING_SOURCE_H
+#define BVEC_TEST_FAILING_SOURCE_H
+
+#include <libbvec/zpool.h>
+
+#include "pages.h"
+
+/*
+ * Set arena_src with zpool_arena_init() and point a zpool_page_source at
+ * failing_alloc(), failing_free() and the struct.  Allocations are numbered
+ * from 1 in @calls; the one numbered @fail_at fails, and every multiple of
+ * @fail_every (either 0: none).  @outstanding counts pages handed out and
+ * not given back.
+ */
+struct failing_source {
+	struct zpool_page_source arena_src;
+	long calls, fail_at, fail_every, outstanding;
+};
+
+static inline void *failing_alloc(void *ctx, size_t bytes)
+{
+	struct failing_source *f = ctx;
+	void *p;
+
+	f->calls++;
+	if (f->calls == f->fail_at || (f->fail_every && f->calls % f->fail_every == 0))
+		return NULL;
+	p = f->arena_src.alloc(f->arena_src.ctx, bytes);
+	if (p)
+		f->outstanding += (long)(bytes / PG);
+	return p;
+}
+
+static inline void failing_free(void *ctx, void *mem, size_t bytes)
+{
+	struct failing_source *f = ctx;
+
+	f->outstanding -= (long)(bytes / PG);
+	f->arena_src.free(f->arena_src.ctx, mem, bytes);
+}
+
+#endif
