@@ -741,22 +741,23 @@ int zram_format_io_stat(const struct zram_io_stat *s, char *buf, size_t len)
  */
 static void regroup_slot(struct zram *z, struct zram_slot *s, uint64_t index, void *arg)
 {
-	zpool_handle_t h;
+	zpool_handle_t h = 0;
 	uint32_t old;
+	bool moved;
 
 	(void)index;
 	(void)arg;
 	slot_lock(s);
 	old = s->handle;
-	if ((atomic_load_explicit(&s->flags, memory_order_relaxed) & (ZRAM_WB | ZRAM_UNDER_WB)) ||
-	    !old || !zpool__group_sparse(z->pool, old) || zpool_load(z->pool, old, scratch) ||
-	    zpool_store(z->pool, scratch, &h)) {
-		slot_unlock(s);
-		return;
-	}
-	s->handle = (uint32_t)h;
+	moved = !(atomic_load_explicit(&s->flags, memory_order_relaxed) &
+		  (ZRAM_WB | ZRAM_UNDER_WB)) &&
+		old && zpool__group_sparse(z->pool, old) && !zpool_load(z->pool, old, scratch) &&
+		!zpool_store(z->pool, scratch, &h);
+	if (moved)
+		s->handle = (uint32_t)h;
 	slot_unlock(s);
-	zpool_free(z->pool, old);
+	if (moved)
+		zpool_free(z->pool, old);
 }
 
 size_t zram_compact(struct zram *z)
