@@ -39,6 +39,7 @@ refused "chunk must be a power of two from $PAGE to 1099511627776 bytes, not 300
 refused "size 67108864 is less than one chunk (67108864) a stripe" size=64M stripes=2 chunk=64M
 refused "could not decipher boolean (maybe)" size=64M checksum=maybe
 refused "could not decipher boolean (often)" size=64M multi_page=often
+refused "compact_secs must be 0 to 86400, not 86401" size=64M compact_secs=86401
 refused "unknown parameter 'disksize'" disksize=64M
 MAX=$((((1 << 32) - 1) * PAGE))
 refused "size too large: zram takes at most $MAX bytes" size=$((MAX + PAGE))
@@ -68,4 +69,4 @@ size_is() {
 size_is "$PAGE" size=1
 size_is $((2 * PAGE)) size=$((PAGE + 1))
 size_is $((6 * 65536)) size=$((3 * 65536 + 1)) stripes=3
-size_is $((64 << 20)) size=64M stripes=4 chunk=1M mem_limit=1M checksum=on multi_page=on
+size_is $((64 << 20)) size=64M stripes=4 chunk=1M mem_limit=1M checksum=on multi_page=on compact_secs=0

@@ -3,7 +3,8 @@
  * nbdkit-zram-plugin: libzpool's zram device served over NBD.
  *
  *   nbdkit zram size=SIZE [algorithm=NAME] [mem_limit=SIZE] [stripes=N]
- *               [chunk=SIZE] [checksum=BOOL] [multi_page=BOOL] [stats=FILE]
+ *               [chunk=SIZE] [checksum=BOOL] [multi_page=BOOL] [compact_secs=N]
+ *               [stats=FILE]
  *               [backing_dev=PATH [writeback=MODE] [idle_secs=N]]
  *
  * Every NBD request becomes one bio over nbdkit's own buffer, submitted to
@@ -59,6 +60,8 @@ static struct {
 	int wb_mode;		/* enum zram_wb_mode, or WB_NONE */
 	unsigned int idle_secs;
 	bool wb_given;		/* writeback= or idle_secs= was given */
+	unsigned int compact_secs; /* 0: never */
+	uint64_t compacted_at;	/* orig + compr data when last compacted */
 	/* devices */
 	uint64_t disksize;
 	struct zram *zram[MAX_STRIPES];
@@ -81,6 +84,7 @@ static struct {
 	.n = 1,
 	.wb_mode = ZRAM_WB_IDLE,
 	.idle_secs = 60,
+	.compact_secs = 60,
 	.backing_fd = -1,
 	.rmw = PTHREAD_MUTEX_INITIALIZER,
 	.stats_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -153,6 +157,13 @@ static int on_config(const char *key, const char *value)
 		if ((b = nbdkit_parse_bool(value)) < 0)
 			return -1;
 		zp.multi_page = b;
+	} else if (!strcmp(key, "compact_secs")) {
+		if (nbdkit_parse_unsigned(key, value, &zp.compact_secs))
+			return -1;
+		if (zp.compact_secs > MAX_IDLE_SECS) {
+			nbdkit_error("compact_secs must be 0 to %u, not %s", MAX_IDLE_SECS, value);
+			return -1;
+		}
 	} else if (!strcmp(key, "stats")) {
 		/* nbdkit changes directory to / once it serves: keep the path absolute. */
 		free(zp.stats_path);
@@ -243,6 +254,7 @@ static int on_config_complete(void)
 	"chunk=<SIZE>        stripe chunk, a power of two of at least a page (64K)\n" \
 	"checksum=<BOOL>     XXH3 checksum every stored page, checked on read\n" \
 	"multi_page=<BOOL>   compress up to 32 KiB of pages together (off)\n" \
+	"compact_secs=<N>    compact every N seconds if data changed (60; 0: never)\n" \
 	"stats=<FILE>        keep zram's mm_stat and io_stat in FILE\n" \
 	"backing_dev=<PATH>  file or block device that zram writes pages back to\n" \
 	"writeback=<MODE>    idle (default), huge, huge_idle, incompressible, all, none\n" \
@@ -489,18 +501,45 @@ static void writeback_pass(void)
 }
 
 /*
- * The housekeeping thread: the statistics file each second, and a
- * writeback pass each idle_secs.  A pass runs without stats_lock, so that
- * stopping never waits for more than the pass in progress.
+ * One compaction pass, as the kernel's zsmalloc shrinker would run one
+ * under memory pressure, which a process does not see: zspages emptied by
+ * frees are given back, and with multi_page the pages left in mostly
+ * overwritten groups are stored again alone (zram_compact()).  Skipped
+ * while the stored data has not changed since the last pass.
+ */
+static void compact_pass(void)
+{
+	struct zpool_stats m;
+	uint64_t sum = 0;
+	unsigned int k;
+
+	for (k = 0; k < zp.n; k++) {
+		zram_mm_stat(zp.zram[k], &m);
+		sum += m.orig_data_size + m.compr_data_size;
+	}
+	if (sum == zp.compacted_at)
+		return;
+	for (k = 0; k < zp.n; k++)
+		zram_compact(zp.zram[k]);
+	zp.compacted_at = sum;
+}
+
+/*
+ * The housekeeping thread: the statistics file each second, a writeback
+ * pass each idle_secs and a compaction pass each compact_secs.  Passes run
+ * without stats_lock, so that stopping never waits for more than the pass
+ * in progress.
  */
 static void *stats_main(void *arg)
 {
 	bool wb = zp.backing && zp.wb_mode != WB_NONE;
-	struct timespec t, now, next_wb;
+	struct timespec t, now, next_wb, next_compact;
 
 	(void)arg;
 	clock_gettime(CLOCK_MONOTONIC, &next_wb);
+	next_compact = next_wb;
 	next_wb.tv_sec += zp.idle_secs;
+	next_compact.tv_sec += zp.compact_secs;
 	pthread_mutex_lock(&zp.stats_lock);
 	while (!zp.stopping) {
 		clock_gettime(CLOCK_MONOTONIC, &now);
@@ -510,6 +549,13 @@ static void *stats_main(void *arg)
 			pthread_mutex_lock(&zp.stats_lock);
 			clock_gettime(CLOCK_MONOTONIC, &next_wb);
 			next_wb.tv_sec += zp.idle_secs;
+		}
+		if (zp.compact_secs && now.tv_sec >= next_compact.tv_sec) {
+			pthread_mutex_unlock(&zp.stats_lock);
+			compact_pass();
+			pthread_mutex_lock(&zp.stats_lock);
+			clock_gettime(CLOCK_MONOTONIC, &next_compact);
+			next_compact.tv_sec += zp.compact_secs;
 		}
 		if (zp.stats_path)
 			stats_write(false);
@@ -528,12 +574,12 @@ static int on_after_fork(void)
 
 	if (make_devices())
 		return -1;
-	if (!zp.stats_path && !(zp.backing && zp.wb_mode != WB_NONE))
+	if (!zp.stats_path && !(zp.backing && zp.wb_mode != WB_NONE) && !zp.compact_secs)
 		return 0;
 	err = pthread_create(&zp.stats_thread, NULL, stats_main, NULL);
 	if (err) {
 		errno = err;
-		nbdkit_error("cannot start the statistics and writeback thread: %m");
+		nbdkit_error("cannot start the housekeeping thread: %m");
 		return -1;
 	}
 	zp.stats_running = true;
