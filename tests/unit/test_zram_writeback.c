@@ -1061,7 +1061,13 @@ static void *race_reader(void *arg)
 static void race_run(bool async, uint32_t flags)
 {
 	static unsigned char model[RP][PG];
-	struct tdisk *t = tdisk_new(RP, async);
+	/*
+	 * Twice the disk's pages: a block stays pinned while a read of it is
+	 * in flight even after its page was overwritten, and readers of runs
+	 * pin up to a run's worth each, so a backing disk of exactly the
+	 * disk's pages could be full for a moment (-ENOSPC), as CI once saw.
+	 */
+	struct tdisk *t = tdisk_new(2 * RP, async);
 	struct race r = { .z = new_zram_flags(RP, t->disk, flags), .model = model,
 			  .multi = flags & ZPOOL_F_MULTI_PAGE };
 	struct racer me[RT];
