@@ -434,8 +434,11 @@ START_TEST(test_multi_compact_regroups)
 	ck_assert_uint_eq(slot_handle(z, g + 1), kept);
 	ck_assert_uint_eq(b.orig_data_size, a.orig_data_size);
 	ck_assert_uint_eq(b.objects, a.objects);
+	/*
+	 * Not mem_used_total: the group's object leaves a hole in its zspage
+	 * while the pages stored alone may take a new one (s390x's data did).
+	 */
 	ck_assert_uint_lt(b.compr_data_size, a.compr_data_size);
-	ck_assert_uint_le(b.mem_used_total, a.mem_used_total);
 
 	/* Everything reads back; the corrupt group still says so. */
 	ck_assert_int_eq(do_io(z, REQ_OP_READ, 0, got, 2 * g * (unsigned int)PG, 1), 0);
