@@ -6,22 +6,8 @@
 #include <libbvec/zpool.h>
 
 #include "../../src/zpool/internal.h"
-#include "failing_source.h"
+#include "pools.h"
 #include "pages.h"
-
-static struct zpool *new_pool(const char *comp, unsigned int flags,
-			      const struct zpool_page_source *src)
-{
-	struct zpool_config cfg = ZPOOL_CONFIG_INIT;
-	struct zpool *pool;
-
-	cfg.compressor = comp;
-	cfg.flags = flags;
-	cfg.page_source = src;
-	pool = zpool_create(&cfg);
-	ck_assert_ptr_nonnull(pool);
-	return pool;
-}
 
 static void round_trip(struct zpool *pool, const unsigned char *in)
 {

@@ -15,7 +15,7 @@
 #include <libbvec/zpool.h>
 
 #include "../../src/zpool/internal.h" /* groups, corruption, codec slots */
-#include "failing_source.h"
+#include "pools.h"
 #include "pages.h"
 
 static const char *const comps[] = { "lz4", "lz4hc", "zstd" };
@@ -29,20 +29,6 @@ static bool config(int i, const char **comp, unsigned int *flags)
 	*comp = comps[i / 2];
 	*flags = i % 2 ? ZPOOL_F_CHECKSUM : 0;
 	return zpool_has_compressor(*comp);
-}
-
-static struct zpool *new_pool(const char *comp, unsigned int flags,
-			      const struct zpool_page_source *src)
-{
-	struct zpool_config cfg = ZPOOL_CONFIG_INIT;
-	struct zpool *pool;
-
-	cfg.compressor = comp;
-	cfg.flags = flags;
-	cfg.page_source = src;
-	pool = zpool_create(&cfg);
-	ck_assert_ptr_nonnull(pool);
-	return pool;
 }
 
 enum pattern {

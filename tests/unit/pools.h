@@ -1,11 +1,26 @@
 /* SPDX-License-Identifier: MIT */
-/* A page source over an arena that fails the allocations a test picks. */
-#ifndef BVEC_TEST_FAILING_SOURCE_H
-#define BVEC_TEST_FAILING_SOURCE_H
+/* Pools for the zpool tests, and a page source that fails when told to. */
+#ifndef BVEC_TEST_POOLS_H
+#define BVEC_TEST_POOLS_H
 
 #include <libbvec/zpool.h>
 
 #include "pages.h"
+
+/* A pool of @comp (NULL: the default) with @flags over @src (NULL: mmap). */
+static inline struct zpool *new_pool(const char *comp, unsigned int flags,
+				     const struct zpool_page_source *src)
+{
+	struct zpool_config cfg = ZPOOL_CONFIG_INIT;
+	struct zpool *pool;
+
+	cfg.compressor = comp;
+	cfg.flags = flags;
+	cfg.page_source = src;
+	pool = zpool_create(&cfg);
+	ck_assert_ptr_nonnull(pool);
+	return pool;
+}
 
 /*
  * Set arena_src with zpool_arena_init() and point a zpool_page_source at
