@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: MIT
 # nbdkit-zram-plugin against nbdkit's memory plugin (allocator=sparse:
 # uncompressed; allocator=zstd), all serving a disk the corpus's size over a
-# Unix socket (zram_zstd_mp: zstd with multi_page=on).  For each: the
+# Unix socket (zram_zstd_mp: zstd with multi_page=on), and nbdkit's null
+# plugin as the floor: it stores nothing and reads zeros, so its IOPS are what
+# nbdkit, the socket and fio allow on this machine with no data work at all,
+# the most any server here could reach.  For each (but the floor): the
 # memory that holding the corpus costs (VmRSS growth, by
 # bench/nbdkit_memory.sh); then, with the five servers up at once
 # and each holding the corpus, fio's nbd engine on each in turn: 4 KiB
@@ -49,6 +52,7 @@ servers=(
 	"zram_zstd_mp $PLUGIN algorithm=zstd multi_page=on"
 	"memory_sparse memory allocator=sparse"
 	"memory_zstd memory allocator=zstd"
+	"floor null"
 )
 jobs=(
 	"randread_4k_qd1 --rw=randread --bs=4k --iodepth=1"
@@ -59,10 +63,16 @@ jobs=(
 	"write_1m --rw=write --bs=1m --iodepth=4"
 )
 
-# Pairs for the A/B rows: A B JOB, names from servers and jobs above.
+# Pairs for the A/B rows: A B JOB, names from servers and jobs above.  The
+# floor's pairs say how far the targets are from what the transport allows.
 ab=(
 	"zram_lz4 memory_sparse randread_4k_qd1"
 	"zram_lz4 memory_sparse randwrite_4k_qd1"
+	"zram_lz4 memory_sparse read_1m"
+	"zram_lz4 memory_sparse write_1m"
+	"floor memory_sparse read_1m"
+	"floor memory_sparse write_1m"
+	"floor memory_zstd randwrite_4k_qd1"
 	"zram_zstd memory_zstd randwrite_4k_qd1"
 	"zram_zstd memory_zstd randwrite_4k_qd16"
 	"zram_zstd_mp memory_zstd randwrite_4k_qd1"
@@ -117,6 +127,7 @@ bench() {
 	for s in "${servers[@]}"; do
 		read -r -a srv <<<"$s"
 		name=${srv[0]}
+		[ "$name" = floor ] && continue
 		"$HERE/nbdkit_memory.sh" "$CORPUS" "$name" "${srv[@]:1}" |
 			sed -n "s/^${name}_\(rss_delta\|rss_anon_delta\),/$name,\1,/p"
 	done
@@ -188,7 +199,7 @@ set multiplot layout 1,2 title 'nbdkit-zram-plugin vs nbdkit memory, the 64 MiB 
 set style data histograms; set style histogram clustered gap 1; set style fill solid 0.8
 set grid ytics; set key top right; set xtics rotate by -30
 set title 'IOPS'; set logscale y; set yrange [10:*]
-plot for [i=2:6] '$dir/table.csv' every ::1 using i:xtic(1) title columnhead(i)
+plot for [i=2:7] '$dir/table.csv' every ::1 using i:xtic(1) title columnhead(i)
 unset logscale y; set yrange [0:*]; set offsets 0,0,graph 0.35,0; set key top left; set title 'VmRSS growth holding the corpus (MiB)'
 plot for [i=2:6] '$dir/table.csv' every ::0::0 using i:xtic(1) title columnhead(i)
 unset multiplot
