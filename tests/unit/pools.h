@@ -22,6 +22,16 @@ static inline struct zpool *new_pool(const char *comp, unsigned int flags,
 	return pool;
 }
 
+/* @st, from zpool_stats() or zram_mm_stat(), counts no data at all. */
+static inline void assert_no_data(const struct zpool_stats *st)
+{
+	ck_assert_uint_eq(st->orig_data_size, 0);
+	ck_assert_uint_eq(st->compr_data_size, 0);
+	ck_assert_uint_eq(st->same_pages, 0);
+	ck_assert_uint_eq(st->huge_pages, 0);
+	ck_assert_uint_eq(st->objects, 0);
+}
+
 /*
  * Set arena_src with zpool_arena_init() and point a zpool_page_source at
  * failing_alloc(), failing_free() and the struct.  Allocations are numbered

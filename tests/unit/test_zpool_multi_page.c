@@ -31,6 +31,15 @@ static bool config(int i, const char **comp, unsigned int *flags)
 	return zpool_has_compressor(*comp);
 }
 
+/* A multi-page pool of configuration @i, or NULL if it is not built in. */
+static struct zpool *group_pool(int i)
+{
+	const char *comp;
+	unsigned int flags;
+
+	return config(i, &comp, &flags) ? new_pool(comp, flags | ZPOOL_F_MULTI_PAGE, NULL) : NULL;
+}
+
 enum pattern {
 	PAT_CYCLE,	/* text, binary, random, sized, zero, same, in turn */
 	PAT_SMALL,	/* small sized pages: full groups of ZP_GROUP_PAGES */
@@ -186,11 +195,7 @@ static void assert_empty(struct zpool *pool, const struct zpool_stats *base)
 	struct zpool_stats st;
 
 	zpool_stats(pool, &st);
-	ck_assert_uint_eq(st.orig_data_size, 0);
-	ck_assert_uint_eq(st.compr_data_size, 0);
-	ck_assert_uint_eq(st.same_pages, 0);
-	ck_assert_uint_eq(st.huge_pages, 0);
-	ck_assert_uint_eq(st.objects, 0);
+	assert_no_data(&st);
 	ck_assert_uint_eq(st.mem_used_total, base->mem_used_total);
 	ck_assert_uint_eq(st.metadata_bytes, base->metadata_bytes);
 }
@@ -226,12 +231,10 @@ START_TEST(test_round_trip_runs)
 	struct zpool_stats base, st;
 	struct rng r = { 99 + (uint64_t)_i };
 	struct zpool *pool;
-	const char *comp;
-	unsigned int flags;
 
-	if (!config(_i, &comp, &flags))
+	pool = group_pool(_i);
+	if (!pool)
 		goto out;
-	pool = new_pool(comp, flags | ZPOOL_F_MULTI_PAGE, NULL);
 	zpool_stats(pool, &base);
 	for (pat = 0; pat < PATTERNS; pat++)
 		for (n = 1; n <= MAX_RUN; n += small_scale() ? 4 : 1) {
@@ -468,13 +471,11 @@ START_TEST(test_stats_free_orders)
 	struct rng r = { 4242 + (uint64_t)_i };
 	unsigned int mode, i, j, k, left;
 	struct zpool *pool;
-	const char *comp;
-	unsigned int flags;
 
 	ck_assert(h && order && live);
-	if (!config(_i, &comp, &flags))
+	pool = group_pool(_i);
+	if (!pool)
 		goto out;
-	pool = new_pool(comp, flags | ZPOOL_F_MULTI_PAGE, NULL);
 	zpool_stats(pool, &base);
 	for (mode = 0; mode < 4; mode++) {
 		uint64_t same = 0;
@@ -933,13 +934,11 @@ START_TEST(test_compaction)
 	unsigned int i, j, round;
 	size_t given = 0;
 	struct zpool *pool;
-	const char *comp;
-	unsigned int flags;
 
 	ck_assert(h && single && live);
-	if (!config(_i, &comp, &flags))
+	pool = group_pool(_i);
+	if (!pool)
 		goto out;
-	pool = new_pool(comp, flags | ZPOOL_F_MULTI_PAGE, NULL);
 	for (round = 0; round < 3; round++) {
 		/* A third of the runs are stored afresh each round. */
 		for (j = 0; j < runs; j++) {
@@ -1006,19 +1005,47 @@ out:
 END_TEST
 
 /*
- * A multi-page pool whose slot 0 codec has a dictionary of two pages (made
- * into @dict) at a level the compressor takes: *@level.
+ * A multi-page pool whose slot 0 codec has a dictionary of two pages, at a
+ * level its compressor takes, with room for @n pages in and out.
  */
-static struct zpool *dict_pool(const char *comp, unsigned int flags, unsigned char *dict,
-			       int *level)
-{
-	struct zpool *pool = new_pool(comp, flags | ZPOOL_F_MULTI_PAGE, NULL);
+struct dict_case {
+	struct zpool *pool;
+	unsigned char *in, *out, *dict;
+	zpool_handle_t *h;
+	int level;
+};
 
-	make_page(dict, PAGE_TEXT, 1, 0);
-	make_page(dict + PG, PAGE_BINARY, 2, 0);
-	*level = pool->comp == ZP_COMP_LZ4 ? 1 : pool->comp == ZP_COMP_LZ4HC ? 9 : 3;
-	ck_assert_int_eq(zpool__codec_slot_set(pool, 0, pool->comp, *level, dict, 2 * PG), 0);
-	return pool;
+/* Set up @dc for config @i; false (nothing to free) if it is not built in. */
+static bool dict_case_init(struct dict_case *dc, int i, unsigned int n)
+{
+	dc->pool = group_pool(i);
+	if (!dc->pool)
+		return false;
+	dc->in = test_pages(n);
+	dc->out = test_pages(n);
+	dc->dict = test_pages(2);
+	dc->h = calloc(n, sizeof(*dc->h));
+	ck_assert_ptr_nonnull(dc->h);
+	make_page(dc->dict, PAGE_TEXT, 1, 0);
+	make_page(dc->dict + PG, PAGE_BINARY, 2, 0);
+	dc->level = dc->pool->comp == ZP_COMP_LZ4 ? 1 : dc->pool->comp == ZP_COMP_LZ4HC ? 9 : 3;
+	ck_assert_int_eq(zpool__codec_slot_set(dc->pool, 0, dc->pool->comp, dc->level, dc->dict,
+					       2 * PG), 0);
+	return true;
+}
+
+/* Free @n handles of @dc, then everything else. */
+static void dict_case_destroy(struct dict_case *dc, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		zpool_free(dc->pool, dc->h[i]);
+	zpool_destroy(dc->pool);
+	free(dc->h);
+	free(dc->in);
+	free(dc->out);
+	free(dc->dict);
 }
 
 /*
@@ -1028,41 +1055,30 @@ static struct zpool *dict_pool(const char *comp, unsigned int flags, unsigned ch
 START_TEST(test_groups_with_dictionary)
 {
 	const unsigned int n = 3 * ZP_GROUP_PAGES;
-	unsigned char *in = test_pages(n), *out = test_pages(n), *dict = test_pages(2);
-	zpool_handle_t *h = calloc(n, sizeof(*h));
+	struct dict_case dc;
 	struct zpool_stats st;
-	struct zpool *pool;
-	const char *comp;
-	unsigned int flags, i;
-	int level;
+	unsigned int i;
 
-	ck_assert_ptr_nonnull(h);
-	if (!config(_i, &comp, &flags))
-		goto out;
-	pool = dict_pool(comp, flags, dict, &level);
-	make_run(in, PAT_SMALL, 21, n);
+	if (!dict_case_init(&dc, _i, n))
+		return;
+	make_run(dc.in, PAT_SMALL, 21, n);
 	for (i = 0; i < n; i += 3)
-		make_page(in + (size_t)i * PG, PAGE_TEXT, 40 + i, 0);
-	ck_assert_int_eq(zpool_store_pages(pool, in, n, h), 0);
-	check_layout(pool, in, h, n, true);
-	ck_assert_int_eq(zpool_load_pages(pool, h, n, out), 0);
-	ck_assert_mem_eq(out, in, (size_t)n * PG);
+		make_page(dc.in + (size_t)i * PG, PAGE_TEXT, 40 + i, 0);
+	ck_assert_int_eq(zpool_store_pages(dc.pool, dc.in, n, dc.h), 0);
+	check_layout(dc.pool, dc.in, dc.h, n, true);
+	ck_assert_int_eq(zpool_load_pages(dc.pool, dc.h, n, dc.out), 0);
+	ck_assert_mem_eq(dc.out, dc.in, (size_t)n * PG);
 	for (i = 0; i < n; i++)
-		assert_page(pool, h[i], in + (size_t)i * PG);
+		assert_page(dc.pool, dc.h[i], dc.in + (size_t)i * PG);
 	/* The objects keep their codec after the slot changes. */
-	ck_assert_int_eq(zpool__codec_slot_set(pool, 0, pool->comp, level, NULL, 0), 0);
-	ck_assert_int_eq(zpool_load_pages(pool, h, n, out), 0);
-	ck_assert_mem_eq(out, in, (size_t)n * PG);
+	ck_assert_int_eq(zpool__codec_slot_set(dc.pool, 0, dc.pool->comp, dc.level, NULL, 0), 0);
+	ck_assert_int_eq(zpool_load_pages(dc.pool, dc.h, n, dc.out), 0);
+	ck_assert_mem_eq(dc.out, dc.in, (size_t)n * PG);
 	for (i = 0; i < n; i++)
-		zpool_free(pool, h[i]);
-	zpool_stats(pool, &st);
+		zpool_free(dc.pool, dc.h[i]);
+	zpool_stats(dc.pool, &st);
 	ck_assert_uint_eq(st.compr_data_size, 0);
-	zpool_destroy(pool);
-out:
-	free(h);
-	free(in);
-	free(out);
-	free(dict);
+	dict_case_destroy(&dc, 0);
 }
 END_TEST
 
@@ -1074,47 +1090,34 @@ END_TEST
 START_TEST(test_corrupt_codec_byte)
 {
 	const unsigned int n = 2 * ZP_GROUP_PAGES;
-	unsigned char *in = test_pages(n + 1), *out = test_pages(n + 1), *dict = test_pages(2);
-	zpool_handle_t *h = calloc(n + 1, sizeof(*h));
-	struct zpool *pool;
-	const char *comp;
-	unsigned int flags, i;
-	int level;
+	struct dict_case dc;
+	unsigned int i;
 
-	ck_assert_ptr_nonnull(h);
-	if (!config(_i, &comp, &flags))
-		goto out;
-	pool = dict_pool(comp, flags, dict, &level);
-	make_run(in, PAT_SMALL, 23, n);
-	make_page(in + (size_t)n * PG, PAGE_TEXT, 24, 0);
-	ck_assert_int_eq(zpool_store_pages(pool, in, n, h), 0);
-	ck_assert_int_eq(zpool_store(pool, in + (size_t)n * PG, &h[n]), 0);
+	if (!dict_case_init(&dc, _i, n + 1))
+		return;
+	make_run(dc.in, PAT_SMALL, 23, n);
+	make_page(dc.in + (size_t)n * PG, PAGE_TEXT, 24, 0);
+	ck_assert_int_eq(zpool_store_pages(dc.pool, dc.in, n, dc.h), 0);
+	ck_assert_int_eq(zpool_store(dc.pool, dc.in + (size_t)n * PG, &dc.h[n]), 0);
 	/* The first group (or page) and the single page: id 1 becomes 0x81, no codec. */
-	ck_assert_int_eq(zpool__corrupt(pool, h[0], 0, 0x80), 0);
-	ck_assert_int_eq(zpool__corrupt(pool, h[n], 0, 0x80), 0);
+	ck_assert_int_eq(zpool__corrupt(dc.pool, dc.h[0], 0, 0x80), 0);
+	ck_assert_int_eq(zpool__corrupt(dc.pool, dc.h[n], 0, 0x80), 0);
 	for (i = 0; i < n + 1; i++) {
 		bool hit = i == n || i < ZP_GROUP_PAGES;
 
 		if (hit)
-			ck_assert_int_eq(zpool_load(pool, h[i], out), -EIO);
+			ck_assert_int_eq(zpool_load(dc.pool, dc.h[i], dc.out), -EIO);
 		else
-			assert_page(pool, h[i], in + (size_t)i * PG);
+			assert_page(dc.pool, dc.h[i], dc.in + (size_t)i * PG);
 	}
-	ck_assert_int_eq(zpool_load_pages(pool, h, n, out), -EIO);
-	ck_assert_int_eq(zpool_load_pages(pool, h + n, 1, out), -EIO);
+	ck_assert_int_eq(zpool_load_pages(dc.pool, dc.h, n, dc.out), -EIO);
+	ck_assert_int_eq(zpool_load_pages(dc.pool, dc.h + n, 1, dc.out), -EIO);
 	/* Put back, it reads again. */
-	ck_assert_int_eq(zpool__corrupt(pool, h[0], 0, 0x80), 0);
-	ck_assert_int_eq(zpool__corrupt(pool, h[n], 0, 0x80), 0);
-	ck_assert_int_eq(zpool_load_pages(pool, h, n + 1, out), 0);
-	ck_assert_mem_eq(out, in, (size_t)(n + 1) * PG);
-	for (i = 0; i < n + 1; i++)
-		zpool_free(pool, h[i]);
-	zpool_destroy(pool);
-out:
-	free(h);
-	free(in);
-	free(out);
-	free(dict);
+	ck_assert_int_eq(zpool__corrupt(dc.pool, dc.h[0], 0, 0x80), 0);
+	ck_assert_int_eq(zpool__corrupt(dc.pool, dc.h[n], 0, 0x80), 0);
+	ck_assert_int_eq(zpool_load_pages(dc.pool, dc.h, n + 1, dc.out), 0);
+	ck_assert_mem_eq(dc.out, dc.in, (size_t)(n + 1) * PG);
+	dict_case_destroy(&dc, n + 1);
 }
 END_TEST
 
@@ -1247,13 +1250,12 @@ START_TEST(test_threads)
 	struct mp_worker w[T_WORKERS];
 	pthread_t t[T_WORKERS], c[2];
 	struct zpool_stats base, st;
-	const char *comp;
-	unsigned int flags, i;
+	unsigned int i;
 
 	ck_assert_ptr_nonnull(sh);
-	if (!config(_i, &comp, &flags))
+	sh->pool = group_pool(_i);
+	if (!sh->pool)
 		goto out;
-	sh->pool = new_pool(comp, flags | ZPOOL_F_MULTI_PAGE, NULL);
 	sh->rounds = small_scale() ? 2 : 12;
 	sh->runs = small_scale() ? 4 : T_RUNS;
 	zpool_stats(sh->pool, &base);
@@ -1275,11 +1277,7 @@ START_TEST(test_threads)
 	pthread_join(c[1], NULL);
 	pthread_barrier_destroy(&sh->barrier);
 	zpool_stats(sh->pool, &st);
-	ck_assert_uint_eq(st.objects, 0);
-	ck_assert_uint_eq(st.orig_data_size, 0);
-	ck_assert_uint_eq(st.compr_data_size, 0);
-	ck_assert_uint_eq(st.same_pages, 0);
-	ck_assert_uint_eq(st.huge_pages, 0);
+	assert_no_data(&st);
 	zpool_compact(sh->pool);
 	zpool_stats(sh->pool, &st);
 	ck_assert_uint_eq(st.mem_used_total, base.mem_used_total);
@@ -1324,12 +1322,10 @@ START_TEST(test_concurrent_double_free)
 	struct df_arg a[2];
 	pthread_t t[2];
 	struct zpool *pool;
-	const char *comp;
-	unsigned int flags;
 
-	if (!config(_i, &comp, &flags))
+	pool = group_pool(_i);
+	if (!pool)
 		goto out;
-	pool = new_pool(comp, flags | ZPOOL_F_MULTI_PAGE, NULL);
 	zpool_stats(pool, &base);
 	for (j = 0; j < 3; j++)
 		make_run(in + (size_t)j * MAX_RUN * PG, (enum pattern)j, 50 + j, MAX_RUN);

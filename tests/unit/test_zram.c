@@ -7,6 +7,7 @@
 #include <libbvec/zram.h>
 
 #include "pages.h"
+#include "pools.h"
 #include "zpool/internal.h" /* zpool__max_objects() */
 #include "zpool/zram_internal.h" /* a slot's handle */
 
@@ -219,11 +220,7 @@ START_TEST(test_model)
 	ck_assert_int_eq(do_io(z, REQ_OP_DISCARD, 0, NULL, DISK_BYTES, 1), 0);
 	zram_compact(z);
 	zram_mm_stat(z, &ms);
-	ck_assert_uint_eq(ms.orig_data_size, 0);
-	ck_assert_uint_eq(ms.compr_data_size, 0);
-	ck_assert_uint_eq(ms.same_pages, 0);
-	ck_assert_uint_eq(ms.huge_pages, 0);
-	ck_assert_uint_eq(ms.objects, 0);
+	assert_no_data(&ms);
 	ck_assert_int_eq(zram_reset(z), 0);
 	zram_mm_stat(z, &ms);
 	ck_assert_uint_eq(ms.mem_used_total, empty.mem_used_total);
