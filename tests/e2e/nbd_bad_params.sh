@@ -44,8 +44,14 @@ refused "unknown parameter 'disksize'" disksize=64M
 MAX=$((((1 << 32) - 1) * PAGE))
 refused "size too large: zram takes at most $MAX bytes" size=$((MAX + PAGE))
 refused "backing_dev needs stripes=1" size=64M stripes=2 backing_dev="$WORK/backing"
-refused "writeback= and idle_secs= need backing_dev=" size=64M writeback=idle
-refused "writeback= and idle_secs= need backing_dev=" size=64M idle_secs=5
+refused "writeback= needs backing_dev=" size=64M writeback=idle
+refused "idle_secs= needs backing_dev= or recomp_algorithm=" size=64M idle_secs=5
+refused "recompress= needs recomp_algorithm=" size=64M recompress=idle
+refused "recomp_algorithm: 'lzo' is not built in (lz4, lz4hc$(grep -q 'zram_algorithms=.*zstd' \
+	"$WORK/dump" && echo ', zstd'))" size=64M recomp_algorithm=lzo
+refused "recompress must be idle, huge, huge_idle, all or none, not 'often'" \
+	size=64M recomp_algorithm=lz4hc recompress=often
+refused "idle_secs must be 1 to 86400, not 0" size=64M recomp_algorithm=lz4hc idle_secs=0
 refused "writeback must be idle, huge, huge_idle, incompressible, all or none, not 'old'" \
 	size=64M backing_dev="$WORK/backing" writeback=old
 refused "idle_secs must be 1 to 86400, not 0" size=64M backing_dev="$WORK/backing" idle_secs=0

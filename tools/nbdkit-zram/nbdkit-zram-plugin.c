@@ -4,8 +4,8 @@
  *
  *   nbdkit zram size=SIZE [algorithm=NAME] [mem_limit=SIZE] [stripes=N]
  *               [chunk=SIZE] [checksum=BOOL] [multi_page=BOOL] [compact_secs=N]
- *               [stats=FILE]
- *               [backing_dev=PATH [writeback=MODE] [idle_secs=N]]
+ *               [stats=FILE] [recomp_algorithm=NAME [recompress=TYPE]]
+ *               [backing_dev=PATH [writeback=MODE]] [idle_secs=N]
  *
  * Every NBD request becomes one bio over nbdkit's own buffer, submitted to
  * the zram device (or the stripe over several) and waited for: no copy and
@@ -58,8 +58,10 @@ static struct {
 	char *stats_path;
 	char *backing_path;
 	int wb_mode;		/* enum zram_wb_mode, or WB_NONE */
+	const char *recomp_algorithm;
+	int recomp_type;	/* enum zram_recomp_type, or RECOMP_NONE */
 	unsigned int idle_secs;
-	bool wb_given;		/* writeback= or idle_secs= was given */
+	bool wb_given, recomp_given, idle_given; /* writeback=, recompress=, idle_secs= */
 	unsigned int compact_secs; /* 0: never */
 	uint64_t compacted_at;	/* orig + compr data when last compacted */
 	/* devices */
@@ -71,6 +73,7 @@ static struct {
 	int backing_fd;
 	struct gendisk *backing;
 	int wb_last_err;	/* reported once until it changes */
+	int recomp_last_err;	/* likewise */
 	/* serialises read-modify-writes of partial sectors */
 	pthread_mutex_t rmw;
 	/* the statistics file's writer */
@@ -83,6 +86,7 @@ static struct {
 	.chunk = 64 * 1024,
 	.n = 1,
 	.wb_mode = ZRAM_WB_IDLE,
+	.recomp_type = ZRAM_RECOMP_IDLE,
 	.idle_secs = 60,
 	.compact_secs = 60,
 	.backing_fd = -1,
@@ -98,6 +102,13 @@ static struct {
 static const char *const wb_modes[] = {
 	[ZRAM_WB_ALL] = "all", [ZRAM_WB_IDLE] = "idle", [ZRAM_WB_HUGE] = "huge",
 	[ZRAM_WB_HUGE_IDLE] = "huge_idle", [ZRAM_WB_INCOMPRESSIBLE] = "incompressible",
+};
+
+/* recompress=: zram's own type names, and "none". */
+#define RECOMP_NONE (-1)
+static const char *const recomp_types[] = {
+	[ZRAM_RECOMP_ALL] = "all", [ZRAM_RECOMP_IDLE] = "idle", [ZRAM_RECOMP_HUGE] = "huge",
+	[ZRAM_RECOMP_HUGE_IDLE] = "huge_idle",
 };
 
 /* The longest pause between writeback passes: a day. */
@@ -132,6 +143,27 @@ static int on_config(const char *key, const char *value)
 			return -1;
 		}
 		zp.algorithm = value; /* nbdkit keeps it for the plugin's lifetime */
+	} else if (!strcmp(key, "recomp_algorithm")) {
+		if (!zpool_has_compressor(value)) {
+			nbdkit_error("recomp_algorithm: '%s' is not built in (lz4, lz4hc%s)", value,
+				     zpool_has_compressor("zstd") ? ", zstd" : "");
+			return -1;
+		}
+		zp.recomp_algorithm = value;
+	} else if (!strcmp(key, "recompress")) {
+		zp.recomp_given = true;
+		for (b = 0; b < (int)(sizeof(recomp_types) / sizeof(recomp_types[0])); b++)
+			if (!strcmp(value, recomp_types[b]))
+				break;
+		if (b < (int)(sizeof(recomp_types) / sizeof(recomp_types[0]))) {
+			zp.recomp_type = b;
+		} else if (!strcmp(value, "none")) {
+			zp.recomp_type = RECOMP_NONE;
+		} else {
+			nbdkit_error("recompress must be idle, huge, huge_idle, all or none, not '%s'",
+				     value);
+			return -1;
+		}
 	} else if (!strcmp(key, "mem_limit")) {
 		return parse_size(value, &zp.mem_limit);
 	} else if (!strcmp(key, "stripes")) {
@@ -190,7 +222,7 @@ static int on_config(const char *key, const char *value)
 			return -1;
 		}
 	} else if (!strcmp(key, "idle_secs")) {
-		zp.wb_given = true;
+		zp.idle_given = true;
 		if (nbdkit_parse_unsigned(key, value, &zp.idle_secs))
 			return -1;
 		if (zp.idle_secs < 1 || zp.idle_secs > MAX_IDLE_SECS) {
@@ -213,7 +245,15 @@ static int on_config_complete(void)
 		return -1;
 	}
 	if (zp.wb_given && !zp.backing_path) {
-		nbdkit_error("writeback= and idle_secs= need backing_dev=");
+		nbdkit_error("writeback= needs backing_dev=");
+		return -1;
+	}
+	if (zp.recomp_given && !zp.recomp_algorithm) {
+		nbdkit_error("recompress= needs recomp_algorithm=");
+		return -1;
+	}
+	if (zp.idle_given && !zp.backing_path && !zp.recomp_algorithm) {
+		nbdkit_error("idle_secs= needs backing_dev= or recomp_algorithm=");
 		return -1;
 	}
 	if (zp.backing_path && zp.n > 1) {
@@ -256,9 +296,11 @@ static int on_config_complete(void)
 	"multi_page=<BOOL>   compress up to 32 KiB of pages together (off)\n" \
 	"compact_secs=<N>    compact every N seconds if data changed (60; 0: never)\n" \
 	"stats=<FILE>        keep zram's mm_stat and io_stat in FILE\n" \
+	"recomp_algorithm=<NAME> recompress pages with NAME every idle_secs\n" \
+	"recompress=<TYPE>   idle (default), huge, huge_idle, all, none\n" \
 	"backing_dev=<PATH>  file or block device that zram writes pages back to\n" \
 	"writeback=<MODE>    idle (default), huge, huge_idle, incompressible, all, none\n" \
-	"idle_secs=<N>       write back every N seconds pages idle that long (60)"
+	"idle_secs=<N>       every N seconds, recompress and write back (60)"
 
 static void on_dump_plugin(void)
 {
@@ -395,6 +437,7 @@ static int make_devices(void)
 	struct zram_config cfg = ZRAM_CONFIG_INIT;
 	struct gendisk *children[MAX_STRIPES];
 	unsigned int k;
+	int ret;
 
 	device_config(&cfg);
 	for (k = 0; k < zp.n; k++) {
@@ -404,6 +447,13 @@ static int make_devices(void)
 			return -1;
 		}
 		children[k] = zram_disk(zp.zram[k]);
+		ret = zp.recomp_algorithm ?
+			      zram_set_recomp_algorithm(zp.zram[k], zp.recomp_algorithm, 1) : 0;
+		if (ret) {
+			nbdkit_error("recomp_algorithm: cannot set %s: %s", zp.recomp_algorithm,
+				     strerror(-ret));
+			return -1;
+		}
 	}
 	if (zp.n == 1) {
 		zp.top = children[0];
@@ -476,28 +526,77 @@ static void stats_write(bool always)
 	free(tmp);
 }
 
-/*
- * One writeback pass: with an idle mode, pages not read or written for
- * idle_secs are marked idle first (zram_idle_mark() keeps older marks), then
- * the mode's pages go to the backing disk.  A full backing disk or a failed
- * write is logged once, not at every pass, until the outcome changes.
- */
+/* Whether the passes each idle_secs have anything to do. */
+static bool recomp_on(void)
+{
+	return zp.recomp_algorithm && zp.recomp_type != RECOMP_NONE;
+}
+
+static bool writeback_on(void)
+{
+	return zp.backing && zp.wb_mode != WB_NONE;
+}
+
+/* recompress=: every device's pages of that type, with recomp_algorithm. */
+static void recompress_pass(void)
+{
+	struct zram_recompress_params rp = ZRAM_RECOMPRESS_PARAMS_INIT;
+	int64_t r, done = 0;
+	unsigned int k;
+	int err = 0;
+
+	rp.type = (enum zram_recomp_type)zp.recomp_type;
+	for (k = 0; k < zp.n; k++) {
+		r = zram_recompress(zp.zram[k], &rp);
+		if (r < 0)
+			err = (int)-r;
+		else
+			done += r;
+	}
+	if (err && err != zp.recomp_last_err)
+		nbdkit_error("recompress with %s: %s", zp.recomp_algorithm, strerror(err));
+	else if (done > 0)
+		nbdkit_debug("recompress: %" PRId64 " pages with %s", done, zp.recomp_algorithm);
+	zp.recomp_last_err = err;
+}
+
+/* writeback=: the mode's pages to the backing disk (only with stripes=1). */
 static void writeback_pass(void)
 {
-	struct zram *z = zp.zram[0];
-	int64_t r;
-	int err;
+	int64_t r = zram_writeback(zp.zram[0], (enum zram_wb_mode)zp.wb_mode, 0, UINT64_MAX);
+	int err = r < 0 ? (int)-r : 0;
 
-	if (zp.wb_mode == ZRAM_WB_IDLE || zp.wb_mode == ZRAM_WB_HUGE_IDLE)
-		zram_idle_mark(z, zp.idle_secs);
-	r = zram_writeback(z, (enum zram_wb_mode)zp.wb_mode, 0, UINT64_MAX);
-	err = r < 0 ? (int)-r : 0;
 	if (err && err != zp.wb_last_err)
 		nbdkit_error("writeback to %s: %s%s", zp.backing_path, strerror(err),
 			     err == ENOSPC ? " (backing_dev is full)" : "");
 	else if (r > 0)
 		nbdkit_debug("writeback: %" PRId64 " pages to %s", r, zp.backing_path);
 	zp.wb_last_err = err;
+}
+
+/*
+ * zram's tiers, each idle_secs, in the order a zram user scripts them:
+ * pages not read or written for idle_secs are marked idle, once for both
+ * (zram_idle_mark() keeps older marks); recompression rewrites the
+ * recompress= pages with recomp_algorithm and marks those it cannot shrink
+ * incompressible; writeback then moves the writeback= pages, which
+ * writeback=incompressible makes those.  A failure is logged once, not at
+ * every pass, until the outcome changes.
+ */
+static void tier_pass(void)
+{
+	bool idle = (recomp_on() && (zp.recomp_type == ZRAM_RECOMP_IDLE ||
+				     zp.recomp_type == ZRAM_RECOMP_HUGE_IDLE)) ||
+		    (writeback_on() && (zp.wb_mode == ZRAM_WB_IDLE ||
+					zp.wb_mode == ZRAM_WB_HUGE_IDLE));
+	unsigned int k;
+
+	for (k = 0; idle && k < zp.n; k++)
+		zram_idle_mark(zp.zram[k], zp.idle_secs);
+	if (recomp_on())
+		recompress_pass();
+	if (writeback_on())
+		writeback_pass();
 }
 
 /*
@@ -525,30 +624,31 @@ static void compact_pass(void)
 }
 
 /*
- * The housekeeping thread: the statistics file each second, a writeback
- * pass each idle_secs and a compaction pass each compact_secs.  Passes run
+ * The housekeeping thread: the statistics file each second, the tiers
+ * (recompression, writeback) each idle_secs and compaction each
+ * compact_secs.  Passes run
  * without stats_lock, so that stopping never waits for more than the pass
  * in progress.
  */
 static void *stats_main(void *arg)
 {
-	bool wb = zp.backing && zp.wb_mode != WB_NONE;
-	struct timespec t, now, next_wb, next_compact;
+	bool tiers = recomp_on() || writeback_on();
+	struct timespec t, now, next_tier, next_compact;
 
 	(void)arg;
-	clock_gettime(CLOCK_MONOTONIC, &next_wb);
-	next_compact = next_wb;
-	next_wb.tv_sec += zp.idle_secs;
+	clock_gettime(CLOCK_MONOTONIC, &next_tier);
+	next_compact = next_tier;
+	next_tier.tv_sec += zp.idle_secs;
 	next_compact.tv_sec += zp.compact_secs;
 	pthread_mutex_lock(&zp.stats_lock);
 	while (!zp.stopping) {
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (wb && now.tv_sec >= next_wb.tv_sec) {
+		if (tiers && now.tv_sec >= next_tier.tv_sec) {
 			pthread_mutex_unlock(&zp.stats_lock);
-			writeback_pass();
+			tier_pass();
 			pthread_mutex_lock(&zp.stats_lock);
-			clock_gettime(CLOCK_MONOTONIC, &next_wb);
-			next_wb.tv_sec += zp.idle_secs;
+			clock_gettime(CLOCK_MONOTONIC, &next_tier);
+			next_tier.tv_sec += zp.idle_secs;
 		}
 		if (zp.compact_secs && now.tv_sec >= next_compact.tv_sec) {
 			pthread_mutex_unlock(&zp.stats_lock);
@@ -574,7 +674,7 @@ static int on_after_fork(void)
 
 	if (make_devices())
 		return -1;
-	if (!zp.stats_path && !(zp.backing && zp.wb_mode != WB_NONE) && !zp.compact_secs)
+	if (!zp.stats_path && !recomp_on() && !writeback_on() && !zp.compact_secs)
 		return 0;
 	err = pthread_create(&zp.stats_thread, NULL, stats_main, NULL);
 	if (err) {

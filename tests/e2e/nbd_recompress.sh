@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# nbdkit-zram-plugin's recompression tier.  recompress=none first: the
+# algorithm is set, nothing changes, and lz4 alone gives the figures to
+# beat.  Then the corpus written with lz4 and recomp_algorithm=zstd (lz4hc
+# where zstd is not built) shrinks once its pages have been idle for
+# idle_secs=1 (compressed size and memory used both fall, as after Linux's
+# recompress type=idle), reads back identical, and pages written again over
+# recompressed ones read back new.  Last, the chain zram users script,
+# recompress=huge then writeback=incompressible, moves random pages (huge,
+# which no algorithm shrinks) to the backing file.
+. "$(dirname "$0")/nbd_lib.sh"
+LD_PRELOAD=$SAN_PRELOAD nbdkit "$PLUGIN" --dump-plugin >"$WORK/dump"
+RECOMP=lz4hc
+grep -q 'zram_algorithms=.*zstd' "$WORK/dump" && RECOMP=zstd
+MiB=$((1 << 20))
+
+corpus "$WORK/corpus"
+SIZE=$(stat -c %s "$WORK/corpus")
+
+# wait_below LINE N LIMIT: until field N of LINE is below LIMIT (30 s).
+wait_below() {
+	local i
+	for i in $(seq 300); do
+		[ "$(stat_field "$1" "$2")" -lt "$3" ] && return 0
+		sleep 0.1
+	done
+	fail "$1 field $2 stayed at $(stat_field "$1" "$2"), not below $3: $(cat "$STATS")"
+}
+
+# recompress=none: the algorithm is set, nothing is recompressed; what lz4
+# alone stores is the figure the recompressed disk must beat.
+nbd_start size="$SIZE" algorithm=lz4 recomp_algorithm="$RECOMP" recompress=none idle_secs=1
+nbdcopy -C 4 "$WORK/corpus" "$URI"
+orig=$(nbdinfo --map "$URI" | awk '$3 != 3 {n += $2} END {print n + 0}')
+wait_stats mm_stat 1 "$orig"
+compr=$(stat_field mm_stat 2)
+mem=$(stat_field mm_stat 3)
+sleep 3
+[ "$(stat_field mm_stat 2)" = "$compr" ] || fail "recompress=none recompressed: $(cat "$STATS")"
+echo "recompress=none: compr_data_size stays $compr"
+nbd_stop || fail "nbdkit did not stop cleanly"
+
+nbd_start size="$SIZE" algorithm=lz4 recomp_algorithm="$RECOMP" idle_secs=1
+nbdcopy -C 4 "$WORK/corpus" "$URI"
+wait_stats mm_stat 1 "$orig"
+# zstd stores anon-64m.bin in 55% of lz4's bytes, lz4hc in 90%: ask for 95%.
+wait_below mm_stat 2 $((compr * 95 / 100))
+wait_below mm_stat 3 "$mem"
+echo "recompressed with $RECOMP: compr_data_size $compr -> $(stat_field mm_stat 2)," \
+	"mem_used_total $mem -> $(stat_field mm_stat 3)"
+nbdcopy -C 4 "$URI" "$WORK/out"
+cmp "$WORK/corpus" "$WORK/out" || fail "the corpus read back different after recompression"
+
+# Written again (whole pages and a partial one): the new data wins.
+qemu-io -f raw -c "write -P 0xa5 0 $MiB" -c "write -P 0x5a $((2 * MiB + 1000)) 3000" "$URI" >/dev/null
+cp "$WORK/corpus" "$WORK/want"
+head -c "$MiB" /dev/zero | tr '\0' '\245' | dd of="$WORK/want" conv=notrunc status=none
+head -c 3000 /dev/zero | tr '\0' '\132' |
+	dd of="$WORK/want" oflag=seek_bytes seek=$((2 * MiB + 1000)) conv=notrunc status=none
+nbdcopy "$URI" "$WORK/out"
+cmp "$WORK/want" "$WORK/out" || fail "pages written over recompressed ones read back wrong"
+echo "rewrite: whole and partial pages over recompressed ones read back new"
+nbd_stop || fail "nbdkit did not stop cleanly"
+
+# recompress=huge, writeback=incompressible: 1 MiB of random bytes is stored
+# raw (huge), the recompression cannot shrink it and marks it incompressible,
+# and writeback moves exactly it to the backing file, in 4 KiB units.
+head -c "$MiB" /dev/urandom >"$WORK/random"
+nbd_start size=16M algorithm=lz4 recomp_algorithm="$RECOMP" recompress=huge \
+	backing_dev="$WORK/backing" writeback=incompressible idle_secs=1 stripes=1
+nbdcopy "$WORK/random" "$URI"
+for i in $(seq 300); do
+	[ "$(stat_field bd_stat 1)" = $((MiB / 4096)) ] && break
+	sleep 0.1
+done
+[ "$(stat_field bd_stat 1)" = $((MiB / 4096)) ] ||
+	fail "bd_count is '$(stat_field bd_stat 1)', not $((MiB / 4096)): $(cat "$STATS")"
+[ "$(stat_field mm_stat 8)" = 0 ] || fail "huge pages left in memory: $(cat "$STATS")"
+nbdcopy "$URI" "$WORK/out"
+head -c "$MiB" "$WORK/out" | cmp - "$WORK/random" || fail "random pages read back wrong"
+echo "recompress=huge, writeback=incompressible: $((MiB / 4096)) units on the backing file"
