@@ -80,3 +80,33 @@ done
 nbdcopy "$URI" "$WORK/out"
 head -c "$MiB" "$WORK/out" | cmp - "$WORK/random" || fail "random pages read back wrong"
 echo "recompress=huge, writeback=incompressible: $((MiB / 4096)) units on the backing file"
+nbd_stop || fail "nbdkit did not stop cleanly"
+
+# The tiers alongside I/O: recompress=all and compaction every second
+# (with one stripe, writeback=all to a backing file too) while fio's nbd
+# engine overwrites and verifies (crc32c, also during the writes) from 4
+# connections for 4 s, so that at least three passes run during the writes.
+if ! command -v fio >/dev/null || ! fio --enghelp 2>/dev/null | grep -qw nbd; then
+	echo "no fio with its nbd engine: the last part is not run"
+	exit 0
+fi
+tiers=(recomp_algorithm="$RECOMP" recompress=all idle_secs=1 compact_secs=1)
+[ "$STRIPES" = 1 ] && tiers+=(backing_dev="$WORK/backing2" writeback=all)
+nbd_start size=32M algorithm=lz4 "${tiers[@]}"
+fio --name=verify --ioengine=nbd --uri="$URI" --numjobs=4 --offset_increment=8M \
+	--size=8M --time_based --runtime=4 --rw=randwrite --bs=4k,64k --iodepth=16 \
+	--buffer_compress_percentage=60 --refill_buffers --verify=crc32c --verify_fatal=1 \
+	--verify_backlog=512 --verify_state_save=0 --group_reporting --output="$WORK/fio.out" ||
+	{ cat "$WORK/fio.out"; fail "fio verify failed with the tiers running"; }
+grep -q "err= 0" "$WORK/fio.out" || { cat "$WORK/fio.out"; fail "fio reported errors"; }
+# The passes ran: compaction moved pages, and with a backing file pages went there.
+for i in $(seq 50); do
+	[ "$(stat_field mm_stat 7)" -gt 0 ] && break
+	sleep 0.1
+done
+[ "$(stat_field mm_stat 7)" -gt 0 ] || fail "no compaction moved a page: $(cat "$STATS")"
+if [ "$STRIPES" = 1 ]; then
+	[ "$(stat_field bd_stat 3)" -gt 0 ] || fail "nothing was written back: $(cat "$STATS")"
+fi
+echo "fio: 4 connections, 4 s of random writes verified with the tiers running;" \
+	"$(tr '\n' ' ' <"$STATS")"
