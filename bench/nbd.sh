@@ -197,10 +197,10 @@ set terminal png size 1000,560 font ",11"; set output '$PLOT'
 set datafile separator ","; set termoption noenhanced
 set multiplot layout 1,2 title 'nbdkit-zram-plugin vs nbdkit memory, the 64 MiB corpus, fio nbd engine'
 set style data histograms; set style histogram clustered gap 1; set style fill solid 0.8
-set grid ytics; set key top right; set xtics rotate by -30
+set grid ytics; set key below horizontal; set xtics rotate by -30
 set title 'IOPS'; set logscale y; set yrange [10:*]
 plot for [i=2:7] '$dir/table.csv' every ::1 using i:xtic(1) title columnhead(i)
-unset logscale y; set yrange [0:*]; set offsets 0,0,graph 0.35,0; set key top left; set title 'VmRSS growth holding the corpus (MiB)'
+unset logscale y; set yrange [0:*]; set offsets 0,0,graph 0.35,0; set title 'VmRSS growth holding the corpus (MiB)'
 plot for [i=2:6] '$dir/table.csv' every ::0::0 using i:xtic(1) title columnhead(i)
 unset multiplot
 GP
