@@ -46,15 +46,7 @@ sleep 1.5
 [ "$(stat_field bd_stat 2)" -gt 0 ] || fail "bd_stat counts no reads from the backing file"
 echo "read back: identical, $(stat_field bd_stat 2) units read from the backing file"
 
-# Written again (whole pages and a partial one): the new data wins.
-qemu-io -f raw -c "write -P 0xa5 0 $MiB" -c "write -P 0x5a $((2 * MiB + 1000)) 3000" "$URI" >/dev/null
-cp "$WORK/corpus" "$WORK/want"
-head -c "$MiB" /dev/zero | tr '\0' '\245' | dd of="$WORK/want" conv=notrunc status=none
-head -c 3000 /dev/zero | tr '\0' '\132' |
-	dd of="$WORK/want" oflag=seek_bytes seek=$((2 * MiB + 1000)) conv=notrunc status=none
-nbdcopy "$URI" "$WORK/out"
-cmp "$WORK/want" "$WORK/out" || fail "rewritten pages read back wrong"
-echo "rewrite: whole and partial pages over written-back ones read back new"
+rewrite_check "$WORK/corpus" written-back
 nbd_stop || fail "nbdkit did not stop cleanly"
 
 # writeback=none: the backing disk is set, nothing goes to it.

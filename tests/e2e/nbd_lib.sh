@@ -128,3 +128,20 @@ corpus() {
 		truncate -s 16M "$1"
 	fi
 }
+
+# rewrite_check BASE WHAT: writes 1 MiB of 0xa5 at 0 and 3000 bytes of 0x5a
+# at 2 MiB + 1000 (whole pages and a partial one) over the disk, which held
+# the file BASE; it must read back as BASE with those bytes.  WHAT names the
+# pages written over, for the messages.
+rewrite_check() {
+	local MiB=$((1 << 20))
+	qemu-io -f raw -c "write -P 0xa5 0 $MiB" -c "write -P 0x5a $((2 * MiB + 1000)) 3000" \
+		"$URI" >/dev/null
+	cp "$1" "$WORK/want"
+	head -c "$MiB" /dev/zero | tr '\0' '\245' | dd of="$WORK/want" conv=notrunc status=none
+	head -c 3000 /dev/zero | tr '\0' '\132' |
+		dd of="$WORK/want" oflag=seek_bytes seek=$((2 * MiB + 1000)) conv=notrunc status=none
+	nbdcopy "$URI" "$WORK/out"
+	cmp "$WORK/want" "$WORK/out" || fail "pages written over $2 ones read back wrong"
+	echo "rewrite: whole and partial pages over $2 ones read back new"
+}

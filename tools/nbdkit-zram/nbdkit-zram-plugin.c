@@ -97,15 +97,31 @@ static struct {
 
 /* ---- configuration ---- */
 
+/* Names a parameter takes: an array's length, "none", and no such name. */
+#define NAMES(a) (sizeof(a) / sizeof((a)[0]))
+#define NAME_NONE (-1)
+#define NO_NAME (-2)
+
+/* @value's index in @names (of @n), NAME_NONE for "none", else NO_NAME. */
+static int name_index(const char *const *names, size_t n, const char *value)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(value, names[i]))
+			return (int)i;
+	return strcmp(value, "none") ? NO_NAME : NAME_NONE;
+}
+
 /* writeback=: zram's own names for what to write back, and "none". */
-#define WB_NONE (-1)
+#define WB_NONE NAME_NONE
 static const char *const wb_modes[] = {
 	[ZRAM_WB_ALL] = "all", [ZRAM_WB_IDLE] = "idle", [ZRAM_WB_HUGE] = "huge",
 	[ZRAM_WB_HUGE_IDLE] = "huge_idle", [ZRAM_WB_INCOMPRESSIBLE] = "incompressible",
 };
 
 /* recompress=: zram's own type names, and "none". */
-#define RECOMP_NONE (-1)
+#define RECOMP_NONE NAME_NONE
 static const char *const recomp_types[] = {
 	[ZRAM_RECOMP_ALL] = "all", [ZRAM_RECOMP_IDLE] = "idle", [ZRAM_RECOMP_HUGE] = "huge",
 	[ZRAM_RECOMP_HUGE_IDLE] = "huge_idle",
@@ -152,14 +168,8 @@ static int on_config(const char *key, const char *value)
 		zp.recomp_algorithm = value;
 	} else if (!strcmp(key, "recompress")) {
 		zp.recomp_given = true;
-		for (b = 0; b < (int)(sizeof(recomp_types) / sizeof(recomp_types[0])); b++)
-			if (!strcmp(value, recomp_types[b]))
-				break;
-		if (b < (int)(sizeof(recomp_types) / sizeof(recomp_types[0]))) {
-			zp.recomp_type = b;
-		} else if (!strcmp(value, "none")) {
-			zp.recomp_type = RECOMP_NONE;
-		} else {
+		zp.recomp_type = name_index(recomp_types, NAMES(recomp_types), value);
+		if (zp.recomp_type == NO_NAME) {
 			nbdkit_error("recompress must be idle, huge, huge_idle, all or none, not '%s'",
 				     value);
 			return -1;
@@ -209,14 +219,8 @@ static int on_config(const char *key, const char *value)
 			return -1;
 	} else if (!strcmp(key, "writeback")) {
 		zp.wb_given = true;
-		for (b = 0; b < (int)(sizeof(wb_modes) / sizeof(wb_modes[0])); b++)
-			if (!strcmp(value, wb_modes[b]))
-				break;
-		if (b < (int)(sizeof(wb_modes) / sizeof(wb_modes[0]))) {
-			zp.wb_mode = b;
-		} else if (!strcmp(value, "none")) {
-			zp.wb_mode = WB_NONE;
-		} else {
+		zp.wb_mode = name_index(wb_modes, NAMES(wb_modes), value);
+		if (zp.wb_mode == NO_NAME) {
 			nbdkit_error("writeback must be idle, huge, huge_idle, incompressible, all "
 				     "or none, not '%s'", value);
 			return -1;
