@@ -8,7 +8,10 @@
 # VmRSS growth counts the shared libraries' pages that the first requests
 # fault in (libzstd, libc: 0.3 to 1 MiB, varying from run to run and server
 # to server); RssAnon growth, the process's own memory, does not.  Both are
-# printed.  Prints CSV: key,value, each key starting with NAME.
+# printed.  Prints CSV: key,value, each key starting with NAME.  With
+# SETTLE=SECONDS, also the growth that many seconds after the copy, before
+# the read back (NAME_rss_anon_settled_delta): what a server that
+# recompresses or writes back idle pages holds once they went idle.
 #
 #   bench/nbdkit_memory.sh CORPUS [NAME PLUGIN [PARAMS...]]
 #   (default: nbdkit_zstd memory allocator=zstd; size= is always the corpus's)
@@ -36,9 +39,18 @@ nbdcopy "$CORPUS" "nbd+unix:///?socket=$dir/sock"
 end=$(date +%s.%N)
 after=$(rss VmRSS)
 anon_after=$(rss RssAnon)
+if [ -n "${SETTLE:-}" ]; then
+	sleep "$SETTLE"
+	settled=$(rss VmRSS)
+	anon_settled=$(rss RssAnon)
+fi
 nbdcopy --no-extents "nbd+unix:///?socket=$dir/sock" "$dir/back"
 cmp -s "$CORPUS" "$dir/back" || { echo "nbdkit returned different data" >&2; exit 1; }
 echo "${NAME}_rss_delta,$((after - before))"
 echo "${NAME}_rss_anon_delta,$((anon_after - anon_before))"
+if [ -n "${SETTLE:-}" ]; then
+	echo "${NAME}_rss_settled_delta,$((settled - before))"
+	echo "${NAME}_rss_anon_settled_delta,$((anon_settled - anon_before))"
+fi
 echo "${NAME}_bytes_per_page,$(( (after - before) / (SIZE / 4096) ))"
 echo "${NAME}_write_gbs,$(awk -v s="$SIZE" -v a="$start" -v b="$end" 'BEGIN {printf "%.3f", s / (b - a) / 1e9}')"
