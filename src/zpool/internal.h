@@ -507,6 +507,20 @@ void zpool__codec_slot_clear(struct zpool *pool, unsigned int slot);
  */
 int zpool__store_slot(struct zpool *pool, unsigned int slot, const void *page,
 		      size_t below_class, zpool_handle_t *handle);
+/*
+ * zpool_store_pages() with slot @slot's codec, grouped under
+ * ZPOOL_F_MULTI_PAGE: 0 with @nr handles, 1 if a page would be kept raw
+ * (nothing is stored then), -ENOENT if the slot has no algorithm, or
+ * -errno.
+ */
+int zpool__store_pages_slot(struct zpool *pool, unsigned int slot, const void *pages,
+			    unsigned int nr, zpool_handle_t *handles);
+/*
+ * The memory @nr pages take in their size classes: a page of a group
+ * counts its share of the group's object, a same-filled page nothing.
+ * The caller keeps the handles alive.
+ */
+size_t zpool__pages_mem(struct zpool *pool, const zpool_handle_t *handles, unsigned int nr);
 /* Size of the class holding @handle's object, 0 for none (same-filled). */
 size_t zpool__obj_class_size(struct zpool *pool, zpool_handle_t handle);
 /*

@@ -655,19 +655,15 @@ static int store_next(struct zpool *pool, struct zpool__codec *codec, const unsi
 	return ret ? ret : (int)k;
 }
 
-int zpool_store_pages(struct zpool *pool, const void *pages, unsigned int nr,
-		      zpool_handle_t *handles)
+/* zpool_store_pages() with @codec (NULL: the plain compressor). */
+static int store_pages(struct zpool *pool, struct zpool__codec *codec, const unsigned char *p,
+		       unsigned int nr, zpool_handle_t *handles)
 {
-	const unsigned char *p = pages;
-	struct zpool__codec *codec;
 	unsigned int done = 0, run, max;
 	unsigned long word;
 	int ret = 0;
 
-	if (!pool || !pages || !handles || !nr)
-		return -EINVAL;
 	max = pool->flags & ZPOOL_F_MULTI_PAGE ? ZP_GROUP_PAGES : 1;
-	codec = slot_codec(pool, 0);
 	while (done < nr) {
 		if (same_filled(p + (size_t)done * ZP_PAGE_SIZE, &word)) {
 			ret = store_same(pool, word, &handles[done]);
@@ -687,13 +683,54 @@ int zpool_store_pages(struct zpool *pool, const void *pages, unsigned int nr,
 		done += (unsigned int)ret;
 		ret = 0;
 	}
-	if (codec)
-		codec_put(pool, codec);
 	if (ret)
 		while (done--)
 			unstore(pool, handles[done]);
 	else
 		zpool__update_max(pool);
+	return ret;
+}
+
+int zpool_store_pages(struct zpool *pool, const void *pages, unsigned int nr,
+		      zpool_handle_t *handles)
+{
+	struct zpool__codec *codec;
+	int ret;
+
+	if (!pool || !pages || !handles || !nr)
+		return -EINVAL;
+	codec = slot_codec(pool, 0);
+	ret = store_pages(pool, codec, pages, nr, handles);
+	if (codec)
+		codec_put(pool, codec);
+	return ret;
+}
+
+int zpool__store_pages_slot(struct zpool *pool, unsigned int slot, const void *pages,
+			    unsigned int nr, zpool_handle_t *handles)
+{
+	struct zpool__codec *codec;
+	unsigned int i;
+	int ret;
+
+	if (slot >= ZP_CODEC_SLOTS || !nr)
+		return -EINVAL;
+	codec = slot_codec(pool, slot);
+	if (!codec && slot)
+		return -ENOENT;
+	ret = store_pages(pool, codec, pages, nr, handles);
+	if (codec)
+		codec_put(pool, codec);
+	/* A page kept raw would count as a new huge page: refused whole instead. */
+	for (i = 0; !ret && i < nr; i++) {
+		uint64_t e = lookup(pool, handles[i]);
+
+		if (zp_entry_tag(e) == ZP_TAG_OBJ && pool->classes[zp_entry_class(e)]->huge) {
+			while (nr--)
+				unstore(pool, handles[nr]);
+			return 1;
+		}
+	}
 	return ret;
 }
 
@@ -800,6 +837,24 @@ static uint64_t group_of(struct zpool *pool, uint64_t e)
 {
 	return atomic_load_explicit(zpool__table_slot(&pool->groups, zp_entry_same_index(e)),
 				    memory_order_acquire);
+}
+
+size_t zpool__pages_mem(struct zpool *pool, const zpool_handle_t *handles, unsigned int nr)
+{
+	size_t sum = 0;
+	unsigned int i;
+
+	for (i = 0; i < nr; i++) {
+		uint64_t e = lookup(pool, handles[i]), w;
+
+		if (!zp_entry_is_member(e)) {
+			sum += zpool__obj_class_size(pool, handles[i]);
+			continue;
+		}
+		w = group_of(pool, e);
+		sum += zpool__obj_class_size(pool, zp_group_handle(w)) / zp_group_pages(w);
+	}
+	return sum;
 }
 
 bool zpool__group_sparse(struct zpool *pool, zpool_handle_t handle)

@@ -182,8 +182,15 @@ struct scan {
 	const struct zram_recompress_params *p;
 	unsigned int hi;	/* the highest priority to try */
 	unsigned int top;	/* the highest priority with an algorithm */
-	struct cand *v;
+	unsigned int lo;	/* the lowest priority to try */
+	bool multi;		/* ZPOOL_F_MULTI_PAGE: neighbours go together */
+	unsigned char *buf;	/* a group's pages, decompressed */
+	struct cand run[ZP_GROUP_PAGES]; /* multi: neighbours not tried yet */
+	unsigned int run_n;
+	struct cand *v;		/* otherwise: every page selected */
 	size_t n, cap;
+	uint64_t tries;
+	int64_t done;
 	int err;
 };
 
@@ -200,53 +207,20 @@ static uint32_t selected(struct zram *z, struct scan *sc, struct zram_slot *s)
 
 	if (!pool_page(z, s) || (f & ZRAM_INCOMPRESSIBLE) || slot_prio(f) >= sc->hi)
 		return 0;
-	/*
-	 * A page compressed with others (ZPOOL_F_MULTI_PAGE) has no class of
-	 * its own to beat, and alone it would mostly come out larger than
-	 * its share of the group.
-	 */
-	if (!zpool__obj_class_size(z->pool, s->handle))
-		return 0;
 	if ((sc->p->type == ZRAM_RECOMP_IDLE || sc->p->type == ZRAM_RECOMP_HUGE_IDLE) &&
 	    !(f & ZRAM_IDLE))
 		return 0;
-	size = zpool_obj_size(z->pool, s->handle);
+	/* A page of a group (only a multi-page pool has them): its share. */
+	if (zpool__obj_class_size(z->pool, s->handle))
+		size = zpool_obj_size(z->pool, s->handle);
+	else
+		size = zpool__pages_mem(z->pool, (zpool_handle_t[]){ s->handle }, 1);
 	if ((sc->p->type == ZRAM_RECOMP_HUGE || sc->p->type == ZRAM_RECOMP_HUGE_IDLE) &&
 	    size != ZP_PAGE_SIZE)
 		return 0;
 	if (size < sc->p->threshold)
 		return 0;
 	return (uint32_t)size;
-}
-
-static void scan_slot(struct zram *z, struct zram_slot *s, uint64_t index, void *arg)
-{
-	struct scan *sc = arg;
-	uint32_t size;
-
-	if (sc->err)
-		return;
-	slot_lock(s);
-	size = selected(z, sc, s);
-	if (size) {
-		if (sc->n == sc->cap) {
-			size_t cap = sc->cap ? sc->cap * 2 : 256;
-			struct cand *v = zpool__os_alloc(cap * sizeof(*v));
-
-			if (!v) {
-				sc->err = -ENOMEM;
-				slot_unlock(s);
-				return;
-			}
-			if (sc->n)
-				memcpy(v, sc->v, sc->n * sizeof(*v));
-			zpool__os_free(sc->v);
-			sc->v = v;
-			sc->cap = cap;
-		}
-		sc->v[sc->n++] = (struct cand){ index, size, s->handle };
-	}
-	slot_unlock(s);
 }
 
 /* Largest first, as Linux 6.19's size buckets; ties in disk order. */
@@ -313,6 +287,168 @@ static int recompress_one(struct zram *z, struct scan *sc, unsigned int lo,
 	return ret;
 }
 
+/*
+ * @nr (2..ZP_GROUP_PAGES) neighbouring pages of a multi-page pool, under
+ * their slots' locks (taken in ascending order, as read_pages() does):
+ * stored again with the priorities above the highest that wrote any of
+ * them, grouped, and kept if they then take less memory in all.  A page
+ * alone in a group has no class of its own to beat, and alone it would
+ * mostly come out larger than its share, so pages written one at a time
+ * and groups are both rewritten as groups here.  Returns the pages
+ * recompressed, 0, or -errno.  A run that does not shrink as a whole is
+ * marked incompressible, as a page is, unless a page of it would have
+ * been kept raw: its caller tries those pages one at a time.
+ */
+static int recompress_run(struct zram *z, struct scan *sc, unsigned int lo,
+			  const struct cand *cd, unsigned int nr, unsigned char *buf)
+{
+	struct zram_slot *s[ZP_GROUP_PAGES];
+	zpool_handle_t old[ZP_GROUP_PAGES], nh[ZP_GROUP_PAGES];
+	unsigned int i, locked, prio, from = 0, tried = 0;
+	bool raw = false;
+	size_t was;
+	int ret = 0, r;
+
+	for (i = 0; i < nr; i++) {
+		s[i] = zram__slot_get(z, cd[i].index, false);
+		if (!s[i])
+			return 0;
+	}
+	for (locked = 0; locked < nr; locked++) {
+		slot_lock(s[locked]);
+		/* Rewritten, discarded or written back since the scan: not this run. */
+		if (s[locked]->handle != cd[locked].handle || !selected(z, sc, s[locked])) {
+			locked++;
+			goto out;
+		}
+		old[locked] = cd[locked].handle;
+		prio = slot_prio(atomic_load_explicit(&s[locked]->flags, memory_order_relaxed));
+		from = prio > from ? prio : from;
+	}
+	/* A corrupt page stays as it is, for its reader to see. */
+	if (zpool_load_pages(z->pool, old, nr, buf))
+		goto out;
+	was = zpool__pages_mem(z->pool, old, nr);
+	for (prio = lo > from ? lo : from + 1; prio <= sc->hi; prio++) {
+		r = zpool__store_pages_slot(z->pool, prio, buf, nr, nh);
+		if (r == -ENOENT)
+			continue; /* no algorithm at this priority */
+		tried = prio;
+		if (r < 0) {
+			ret = r;
+			break;
+		}
+		raw |= r == 1;
+		if (!r && zpool__pages_mem(z->pool, nh, nr) < was) {
+			ret = (int)nr;
+			break;
+		}
+		for (i = 0; !r && i < nr; i++)
+			zpool_free(z->pool, nh[i]);
+	}
+	for (i = 0; i < nr; i++) {
+		if (ret > 0) {
+			s[i]->handle = (uint32_t)nh[i];
+			atomic_fetch_and_explicit(&s[i]->flags, ~ZRAM_RECOMP_FLAGS,
+						  memory_order_relaxed);
+			atomic_fetch_or_explicit(&s[i]->flags, ZRAM_RECOMP | prio << ZRAM_PRIO_SHIFT,
+						 memory_order_relaxed);
+		} else if (!ret && !raw && tried == sc->top) {
+			atomic_fetch_or_explicit(&s[i]->flags, ZRAM_INCOMPRESSIBLE,
+						 memory_order_relaxed);
+		}
+	}
+out:
+	while (locked--)
+		slot_unlock(s[locked]);
+	for (i = 0; ret > 0 && i < nr; i++)
+		zpool_free(z->pool, old[i]);
+	return ret;
+}
+
+/*
+ * Try the pages of one candidate: recompress_one() each, or, in a
+ * multi-page pool, the neighbours gathered in @sc->run together first.
+ */
+static void try_pages(struct zram *z, struct scan *sc, const struct cand *cd, unsigned int nr)
+{
+	unsigned int i;
+	int ret;
+
+	/* As Linux: a page tried counts against max_pages, shrunk or not. */
+	sc->tries += nr;
+	ret = nr > 1 ? recompress_run(z, sc, sc->lo, cd, nr, sc->buf) : 0;
+	if (ret > 0)
+		sc->done += ret;
+	/* A page of a group alone has no class of its own to beat. */
+	for (i = 0; !ret && i < nr; i++) {
+		if (!zpool__obj_class_size(z->pool, cd[i].handle))
+			continue;
+		ret = recompress_one(z, sc, sc->lo, &cd[i], sc->buf);
+		if (ret > 0)
+			sc->done += ret;
+		ret = ret < 0 ? ret : 0;
+	}
+	if (ret < 0)
+		sc->err = ret;
+}
+
+static bool budget_left(const struct scan *sc, unsigned int more)
+{
+	return !sc->p->max_pages || sc->tries + more < sc->p->max_pages;
+}
+
+/*
+ * A multi-page pool is recompressed as it is walked, in disk order, which
+ * is where the neighbours are: no list of every page, and a run never
+ * crosses an aligned group's pages, so that a group keeps covering the
+ * pages that writes would give it.
+ */
+static void scan_slot(struct zram *z, struct zram_slot *s, uint64_t index, void *arg)
+{
+	struct scan *sc = arg;
+	uint32_t size, h;
+
+	if (sc->err || (sc->multi && !budget_left(sc, 0)))
+		return;
+	slot_lock(s);
+	size = selected(z, sc, s);
+	h = s->handle;
+	slot_unlock(s);
+	if (!size)
+		return;
+	if (sc->multi) {
+		if (sc->run_n && (index != sc->run[sc->run_n - 1].index + 1 ||
+				  !(index % ZP_GROUP_PAGES))) {
+			try_pages(z, sc, sc->run, sc->run_n);
+			sc->run_n = 0;
+			if (sc->err || !budget_left(sc, 0))
+				return;
+		}
+		sc->run[sc->run_n++] = (struct cand){ index, size, h };
+		if (sc->run_n == ZP_GROUP_PAGES || !budget_left(sc, sc->run_n)) {
+			try_pages(z, sc, sc->run, sc->run_n);
+			sc->run_n = 0;
+		}
+		return;
+	}
+	if (sc->n == sc->cap) {
+		size_t cap = sc->cap ? sc->cap * 2 : 256;
+		struct cand *v = zpool__os_alloc(cap * sizeof(*v));
+
+		if (!v) {
+			sc->err = -ENOMEM;
+			return;
+		}
+		if (sc->n)
+			memcpy(v, sc->v, sc->n * sizeof(*v));
+		zpool__os_free(sc->v);
+		sc->v = v;
+		sc->cap = cap;
+	}
+	sc->v[sc->n++] = (struct cand){ index, size, h };
+}
+
 /* The priorities to try: [*lo, *hi], or -EINVAL if none is usable. */
 static int prio_range(struct zram *z, const struct zram_recompress_params *p,
 		      unsigned int *lo, unsigned int *hi, unsigned int *top)
@@ -340,11 +476,7 @@ static int prio_range(struct zram *z, const struct zram_recompress_params *p,
 
 int64_t zram_recompress(struct zram *z, const struct zram_recompress_params *p)
 {
-	struct scan sc = { p, 0, 0, NULL, 0, 0, 0 };
-	unsigned char *page = NULL;
-	unsigned int lo;
-	int64_t done = 0;
-	uint64_t tries = 0;
+	struct scan sc = { .p = p };
 	size_t i;
 	int ret;
 
@@ -356,38 +488,30 @@ int64_t zram_recompress(struct zram *z, const struct zram_recompress_params *p)
 		ret = -ENODEV;
 		goto out;
 	}
-	ret = prio_range(z, p, &lo, &sc.hi, &sc.top);
+	ret = prio_range(z, p, &sc.lo, &sc.hi, &sc.top);
 	if (ret)
 		goto out;
-	page = zpool__os_alloc(ZP_PAGE_SIZE);
-	if (!page) {
+	sc.multi = z->pool_cfg.flags & ZPOOL_F_MULTI_PAGE;
+	sc.buf = zpool__os_alloc((sc.multi ? ZP_GROUP_PAGES : 1) * ZP_PAGE_SIZE);
+	if (!sc.buf) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	zram__slots_walk(z, scan_slot, &sc);
-	ret = sc.err;
-	if (ret)
-		goto out;
+	if (sc.run_n && !sc.err)
+		try_pages(z, &sc, sc.run, sc.run_n);
 	/* With no candidate sc.v is NULL, which qsort() may not be given. */
-	if (sc.n)
+	if (sc.n && !sc.err)
 		qsort(sc.v, sc.n, sizeof(*sc.v), cand_cmp);
-	for (i = 0; i < sc.n; i++) {
-		/* As Linux: a page tried counts against max_pages, shrunk or not. */
-		if (p->max_pages && tries == p->max_pages)
-			break;
-		tries++;
-		ret = recompress_one(z, &sc, lo, &sc.v[i], page);
-		if (ret < 0)
-			break;
-		done += ret;
-		ret = 0;
-	}
+	for (i = 0; i < sc.n && !sc.err && budget_left(&sc, 0); i++)
+		try_pages(z, &sc, &sc.v[i], 1);
+	ret = sc.err;
 	/* Freed objects leave holes in zspages: compaction turns them into memory. */
-	if (done)
+	if (sc.done)
 		zpool_compact(z->pool);
 out:
 	zpool__rw_unlock(z->lock);
 	zpool__os_free(sc.v);
-	zpool__os_free(page);
-	return ret < 0 && !done ? ret : done;
+	zpool__os_free(sc.buf);
+	return ret < 0 && !sc.done ? ret : sc.done;
 }
