@@ -258,7 +258,8 @@ BVEC_API int zpool_store(struct zpool *pool, const void *page,
  * last of its pages is freed: until then a freed page's bytes still count
  * in compr_data_size and mem_used_total, while orig_data_size counts only
  * pages in use (zram_compact() stores the pages left in a mostly freed
- * group again alone).  Such pages are not recompressed (zram_recompress()).
+ * group again alone).  zram_recompress() rewrites idle neighbours as a
+group with its stronger algorithm.
  *
  * Locking: none needed; safe against any other call on @pool.
  *

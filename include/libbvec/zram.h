@@ -593,9 +593,15 @@ BVEC_API int zram_train_dict(struct zram *zram, unsigned int priority, size_t di
  * priorities above the one that wrote it, lowest first, and keeps the first
  * result that lands in a smaller size class (never raw).  A page that the
  * highest priority could not shrink either is marked incompressible and
- * skipped by later calls until it is written again.  The page keeps its
- * idle mark and access time.  Ends with zram_compact() if any page moved,
- * so that mem_used_total falls with compr_data_size.  Safe alongside I/O.
+ * skipped by later calls until it is written again.  On a pool with
+ * ZPOOL_F_MULTI_PAGE the pages go in disk order instead, and each run of
+ * selected neighbours within one 32 KiB window is compressed again as one
+ * group, kept if the run's memory (a member counted as its share of its
+ * group) shrinks; if some page of the run would be stored raw, its pages
+ * are tried one by one as above, so a page is never made huge.  The page
+ * keeps its idle mark and access time.  Ends with zram_compact() if any
+ * page moved, so that mem_used_total falls with compr_data_size.  Safe
+ * alongside I/O.
  *
  * Return: pages recompressed; -EINVAL for a bad argument or no secondary
  * algorithm matching @params; -ENOMEM if nothing was done; -ENODEV.
