@@ -2,12 +2,14 @@
 # SPDX-License-Identifier: MIT
 # nbdkit-zram-plugin against nbdkit's memory plugin (allocator=sparse:
 # uncompressed; allocator=zstd), all serving a disk the corpus's size over a
-# Unix socket (zram_zstd_mp: zstd with multi_page=on), and nbdkit's null
+# Unix socket (zram_zstd_mp: zstd with multi_page=on; zram_tier: lz4 for
+# writes, with pages idle for 2 s recompressed with zstd in groups, the
+# memory counted 8 s after the copy, once they went idle), and nbdkit's null
 # plugin as the floor: it stores nothing and reads zeros, so its IOPS are what
 # nbdkit, the socket and fio allow on this machine with no data work at all,
 # the most any server here could reach.  For each (but the floor): the
 # memory that holding the corpus costs (VmRSS growth, by
-# bench/nbdkit_memory.sh); then, with the five servers up at once
+# bench/nbdkit_memory.sh); then, with all the servers up at once
 # and each holding the corpus, fio's nbd engine on each in turn: 4 KiB
 # random reads and writes at queue depth 1 and 16, 1 MiB sequential reads
 # and writes (queue depth 4).  Each job runs $RUNTIME seconds (3) after a
@@ -22,7 +24,8 @@
 # Then the cells the targets compare closely, as A/B pairs: zram_lz4 against
 # memory_sparse at queue depth 1, zram_zstd against memory_zstd for random
 # writes.  Each pair runs the two servers back to back (A then B, the next
-# pair B then A), $AB_PAIRS times (5), so that both see the same minute's
+# pair B then A; zram_zstd_mp and zram_tier against memory_zstd too),
+# $AB_PAIRS times (5), so that both see the same minute's
 # load; rows "A/B,JOB_ab,MEDIAN" give the median of the pairs' IOPS ratios,
 # "A/B,JOB_ab_pairs,A:B A:B ..." the raw IOPS, and "A/B,JOB_ab_cpu_us,..."
 # the CPU time each server's process spent a request (user and system, from
@@ -50,6 +53,7 @@ servers=(
 	"zram_lz4 $PLUGIN algorithm=lz4"
 	"zram_zstd $PLUGIN algorithm=zstd"
 	"zram_zstd_mp $PLUGIN algorithm=zstd multi_page=on"
+	"zram_tier $PLUGIN algorithm=lz4 recomp_algorithm=zstd multi_page=on idle_secs=2"
 	"memory_sparse memory allocator=sparse"
 	"memory_zstd memory allocator=zstd"
 	"floor null"
@@ -77,6 +81,8 @@ ab=(
 	"zram_zstd memory_zstd randwrite_4k_qd16"
 	"zram_zstd_mp memory_zstd randwrite_4k_qd1"
 	"zram_zstd_mp memory_zstd randwrite_4k_qd16"
+	"zram_tier memory_zstd randwrite_4k_qd1"
+	"zram_tier memory_zstd randwrite_4k_qd16"
 )
 
 # fio_iops I JOB_ARGS...: one fio run on server I, its IOPS on stdout.
@@ -128,8 +134,13 @@ bench() {
 		read -r -a srv <<<"$s"
 		name=${srv[0]}
 		[ "$name" = floor ] && continue
-		"$HERE/nbdkit_memory.sh" "$CORPUS" "$name" "${srv[@]:1}" |
-			sed -n "s/^${name}_\(rss_delta\|rss_anon_delta\),/$name,\1,/p"
+		if [ "$name" = zram_tier ]; then
+			SETTLE=8 "$HERE/nbdkit_memory.sh" "$CORPUS" "$name" "${srv[@]:1}" |
+				sed -n "s/^${name}_rss\(_anon\)\?_settled_delta,/$name,rss\1_delta,/p"
+		else
+			"$HERE/nbdkit_memory.sh" "$CORPUS" "$name" "${srv[@]:1}" |
+				sed -n "s/^${name}_\(rss_delta\|rss_anon_delta\),/$name,\1,/p"
+		fi
 	done
 	for s in "${servers[@]}"; do
 		read -r -a srv <<<"$s"
@@ -199,8 +210,8 @@ set multiplot layout 1,2 title 'nbdkit-zram-plugin vs nbdkit memory, the 64 MiB 
 set style data histograms; set style histogram clustered gap 1; set style fill solid 0.8
 set grid ytics; set key below horizontal; set xtics rotate by -30
 set title 'IOPS'; set logscale y; set yrange [10:*]
-plot for [i=2:7] '$dir/table.csv' every ::1 using i:xtic(1) title columnhead(i)
+plot for [i=2:$((${#servers[@]} + 1))] '$dir/table.csv' every ::1 using i:xtic(1) title columnhead(i)
 unset logscale y; set yrange [0:*]; set offsets 0,0,graph 0.35,0; set title 'VmRSS growth holding the corpus (MiB)'
-plot for [i=2:6] '$dir/table.csv' every ::0::0 using i:xtic(1) title columnhead(i)
+plot for [i=2:${#servers[@]}] '$dir/table.csv' every ::0::0 using i:xtic(1) title columnhead(i)
 unset multiplot
 GP

@@ -6,7 +6,10 @@
 # where zstd is not built) shrinks once its pages have been idle for
 # idle_secs=1 (compressed size and memory used both fall, as after Linux's
 # recompress type=idle), reads back identical, and pages written again over
-# recompressed ones read back new.  Last, the chain zram users script,
+# recompressed ones read back new.  With multi_page=on, idle neighbours are
+# recompressed as groups: smaller than page by page (where pages are below
+# 32 KiB), and the corpus, part-group rewrites and trims inside groups read
+# back right.  Last, the chain zram users script,
 # recompress=huge then writeback=incompressible, moves random pages (huge,
 # which no algorithm shrinks) to the backing file.
 . "$(dirname "$0")/nbd_lib.sh"
@@ -51,8 +54,43 @@ echo "recompressed with $RECOMP: compr_data_size $compr -> $(stat_field mm_stat 
 	"mem_used_total $mem -> $(stat_field mm_stat 3)"
 nbdcopy -C 4 "$URI" "$WORK/out"
 cmp "$WORK/corpus" "$WORK/out" || fail "the corpus read back different after recompression"
+per_page=$(stat_field mm_stat 2)
 
 rewrite_check "$WORK/corpus" recompressed
+nbd_stop || fail "nbdkit did not stop cleanly"
+
+# multi_page=on: pages written in groups with lz4 are recompressed with
+# their neighbours, so the corpus ends smaller than page by page above.
+PAGE=$(awk -F= '$1 == "zram_page_size" {print $2}' "$WORK/dump")
+nbd_start size="$SIZE" algorithm=lz4 recomp_algorithm="$RECOMP" multi_page=on idle_secs=1
+nbdcopy -C 4 "$WORK/corpus" "$URI"
+wait_stats mm_stat 1 "$orig"
+wait_below mm_stat 2 $((compr * 95 / 100))
+wait_below mm_stat 3 "$mem"
+if [ "$PAGE" -lt 32768 ]; then
+	wait_below mm_stat 2 "$per_page"
+fi
+echo "multi_page=on, recompressed in groups: compr_data_size $compr -> $(stat_field mm_stat 2)" \
+	"($per_page page by page), mem_used_total $mem -> $(stat_field mm_stat 3)"
+nbdcopy -C 4 "$URI" "$WORK/out"
+cmp "$WORK/corpus" "$WORK/out" || fail "the corpus read back different after recompression in groups"
+# Within recompressed groups: part of a page, a run across a group's edge,
+# a trimmed page, each mirrored onto a copy with dd; read back while the
+# pages written are recompressed again.
+cp "$WORK/corpus" "$WORK/model"
+put() { # OFFSET LENGTH BYTE
+	qemu-io -f raw -c "write -P $3 $1 $2" "$URI" >/dev/null
+	head -c "$2" /dev/zero | tr '\0' "\\$(printf '%03o' "$3")" |
+		dd of="$WORK/model" bs=1 seek="$1" conv=notrunc status=none
+}
+put $((1 * MiB + 100)) 1000 171
+put $((2 * MiB + 28672)) 12288 172
+qemu-io -f raw -c "discard $((3 * MiB)) $PAGE" "$URI" >/dev/null
+dd if=/dev/zero of="$WORK/model" bs="$PAGE" seek=$((3 * MiB / PAGE)) count=1 \
+	conv=notrunc status=none
+sleep 2
+nbdcopy "$URI" "$WORK/out"
+cmp "$WORK/model" "$WORK/out" || fail "edits inside recompressed groups read back wrong"
 nbd_stop || fail "nbdkit did not stop cleanly"
 
 # recompress=huge, writeback=incompressible: 1 MiB of random bytes is stored
