@@ -129,6 +129,21 @@ corpus() {
 	fi
 }
 
+# put MODEL OFFSET LENGTH BYTE: LENGTH bytes of BYTE (decimal) written at
+# OFFSET on the disk and onto the file MODEL alike.
+put() {
+	qemu-io -f raw -c "write -P $4 $2 $3" "$URI" >/dev/null
+	head -c "$3" /dev/zero | tr '\0' "\\$(printf '%03o' "$4")" |
+		dd of="$1" oflag=seek_bytes seek="$2" conv=notrunc status=none
+}
+
+# discard MODEL OFFSET LENGTH: the range (whole sectors) trimmed on the disk
+# and zeroed in MODEL: zram frees the whole pages and zeroes partial ones.
+discard() {
+	qemu-io -f raw -c "discard $2 $3" "$URI" >/dev/null
+	head -c "$3" /dev/zero | dd of="$1" oflag=seek_bytes seek="$2" conv=notrunc status=none
+}
+
 # rewrite_check BASE WHAT: writes 1 MiB of 0xa5 at 0 and 3000 bytes of 0x5a
 # at 2 MiB + 1000 (whole pages and a partial one) over the disk, which held
 # the file BASE; it must read back as BASE with those bytes.  WHAT names the

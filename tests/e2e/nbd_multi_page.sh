@@ -43,21 +43,14 @@ cmp "$WORK/corpus" "$WORK/out" || fail "the corpus came back different (extents,
 nbdcopy --no-extents "$URI" "$WORK/out"
 cmp "$WORK/corpus" "$WORK/out" || fail "the corpus came back different (no extents)"
 
-# Writes into groups, mirrored onto a copy with dd.
+# Writes into groups, mirrored onto a copy.
 cp "$WORK/corpus" "$WORK/want"
-put() { # OFFSET LENGTH BYTE
-	qemu-io -f raw -c "write -P $3 $1 $2" "$URI" >/dev/null
-	head -c "$2" /dev/zero | tr '\0' "\\$(printf '%03o' "$3")" |
-		dd of="$WORK/want" bs=1 seek="$1" conv=notrunc status=none
-}
-put $((1 * MiB + 100)) 1000 171       # part of one page of a group
-put $((2 * MiB + 28672)) 12288 172    # three pages across a group's edge
-put $((3 * MiB + 8192)) 4096 173      # one whole page of a group
-put $((4 * MiB)) 32768 0              # a whole group, as zeroes
-put $((5 * MiB + 512)) 65024 174      # sector-aligned, not page-aligned
-qemu-io -f raw -c "discard $((6 * MiB + 4096)) 8192" "$URI" >/dev/null
-dd if=/dev/zero of="$WORK/want" bs=4096 seek=$(((6 * MiB + 4096) / 4096)) count=2 \
-	conv=notrunc status=none
+put "$WORK/want" $((1 * MiB + 100)) 1000 171       # part of one page of a group
+put "$WORK/want" $((2 * MiB + 28672)) 12288 172    # three pages across a group's edge
+put "$WORK/want" $((3 * MiB + 8192)) 4096 173      # one whole page of a group
+put "$WORK/want" $((4 * MiB)) 32768 0              # a whole group, as zeroes
+put "$WORK/want" $((5 * MiB + 512)) 65024 174      # sector-aligned, not page-aligned
+discard "$WORK/want" $((6 * MiB + 4096)) 8192
 nbdcopy "$URI" "$WORK/out"
 cmp "$WORK/want" "$WORK/out" || fail "writes into groups read back different"
 echo "writes that cut groups and a trim inside one: read back as written"

@@ -75,19 +75,12 @@ echo "multi_page=on, recompressed in groups: compr_data_size $compr -> $(stat_fi
 nbdcopy -C 4 "$URI" "$WORK/out"
 cmp "$WORK/corpus" "$WORK/out" || fail "the corpus read back different after recompression in groups"
 # Within recompressed groups: part of a page, a run across a group's edge,
-# a trimmed page, each mirrored onto a copy with dd; read back while the
-# pages written are recompressed again.
+# a trimmed page, each mirrored onto a copy; read back while the pages
+# written are recompressed again.
 cp "$WORK/corpus" "$WORK/model"
-put() { # OFFSET LENGTH BYTE
-	qemu-io -f raw -c "write -P $3 $1 $2" "$URI" >/dev/null
-	head -c "$2" /dev/zero | tr '\0' "\\$(printf '%03o' "$3")" |
-		dd of="$WORK/model" bs=1 seek="$1" conv=notrunc status=none
-}
-put $((1 * MiB + 100)) 1000 171
-put $((2 * MiB + 28672)) 12288 172
-qemu-io -f raw -c "discard $((3 * MiB)) $PAGE" "$URI" >/dev/null
-dd if=/dev/zero of="$WORK/model" bs="$PAGE" seek=$((3 * MiB / PAGE)) count=1 \
-	conv=notrunc status=none
+put "$WORK/model" $((1 * MiB + 100)) 1000 171
+put "$WORK/model" $((2 * MiB + 28672)) 12288 172
+discard "$WORK/model" $((3 * MiB)) "$PAGE"
 sleep 2
 nbdcopy "$URI" "$WORK/out"
 cmp "$WORK/model" "$WORK/out" || fail "edits inside recompressed groups read back wrong"
