@@ -596,11 +596,15 @@ BVEC_API int zram_train_dict(struct zram *zram, unsigned int priority, size_t di
  * skipped by later calls until it is written again.  On a pool with
  * ZPOOL_F_MULTI_PAGE the pages go in disk order instead, and each run of
  * selected neighbours within one 32 KiB window is compressed again as one
- * group, kept if the run's memory (a member counted as its share of its
- * group) shrinks; if some page of the run would be stored raw, its pages
- * are tried one by one as above, so a page is never made huge.  The page
- * keeps its idle mark and access time.  Ends with zram_compact() if any
- * page moved, so that mem_used_total falls with compr_data_size.  Safe
+ * group, tried at the priorities above the highest that wrote any of them,
+ * and kept if the new group is smaller than what freeing the run's objects
+ * gives back (a group that also holds a page outside the run gives back
+ * nothing, so such a run waits until that page goes).  If some page of the
+ * run would be stored raw, or the group does not shrink, the pages written
+ * one at a time are tried alone as above, so a page is never made huge.  A
+ * page keeps its idle mark and access time.  If any page moved, ends by
+ * compacting the pool's zspages (as zram_compact() does, without its
+ * regrouping), so that mem_used_total falls with compr_data_size.  Safe
  * alongside I/O.
  *
  * Return: pages recompressed; -EINVAL for a bad argument or no secondary

@@ -288,6 +288,49 @@ static int recompress_one(struct zram *z, struct scan *sc, unsigned int lo,
 }
 
 /*
+ * The memory that freeing @nr handles (slots locked, or new) gives back now:
+ * a page alone its class, a group's object only when every page still in
+ * it is among them.  A group that keeps a page outside the run (not
+ * selected: not idle, say) stays whole, so its share is not memory the run
+ * can save.  *@shared: some group does.
+ */
+static size_t run_freed(struct zpool *pool, const zpool_handle_t *h, unsigned int nr,
+			bool *shared)
+{
+	uint64_t grp[ZP_GROUP_PAGES]; /* a member's group plus one, 0 for none */
+	unsigned int i, j, in;
+	size_t sum = 0;
+
+	*shared = false;
+	for (i = 0; i < nr; i++) {
+		uint64_t e = zpool__table_get(&pool->handles, (uint32_t)h[i]);
+
+		grp[i] = zp_entry_is_member(e) ? (uint64_t)zp_entry_same_index(e) + 1 : 0;
+	}
+	for (i = 0; i < nr; i++) {
+		uint64_t w;
+
+		if (!grp[i]) {
+			sum += zpool__obj_class_size(pool, h[i]);
+			continue;
+		}
+		for (j = 0; j < i && grp[j] != grp[i]; j++)
+			;
+		if (j < i)
+			continue; /* counted with its first page */
+		for (in = 0, j = i; j < nr; j++)
+			in += grp[j] == grp[i];
+		w = zpool__table_get(&pool->groups, (uint32_t)(grp[i] - 1));
+		/* Its other pages may go meanwhile, never come: refs only fall. */
+		if (zp_group_refs(w) <= in)
+			sum += zpool__obj_class_size(pool, zp_group_handle(w));
+		else
+			*shared = true;
+	}
+	return sum;
+}
+
+/*
  * @nr (2..ZP_GROUP_PAGES) neighbouring pages of a multi-page pool, under
  * their slots' locks (taken in ascending order, as read_pages() does):
  * stored again with the priorities above the highest that wrote any of
@@ -304,8 +347,8 @@ static int recompress_run(struct zram *z, struct scan *sc, unsigned int lo,
 {
 	struct zram_slot *s[ZP_GROUP_PAGES];
 	zpool_handle_t old[ZP_GROUP_PAGES], nh[ZP_GROUP_PAGES];
-	unsigned int i, locked, prio, from = 0, tried = 0;
-	bool raw = false;
+	unsigned int i, locked, prio, from = 0, low = 0, start, tried = 0;
+	bool raw = false, shared, mine;
 	size_t was;
 	int ret = 0, r;
 
@@ -324,12 +367,19 @@ static int recompress_run(struct zram *z, struct scan *sc, unsigned int lo,
 		old[locked] = cd[locked].handle;
 		prio = slot_prio(atomic_load_explicit(&s[locked]->flags, memory_order_relaxed));
 		from = prio > from ? prio : from;
+		low = !locked || prio < low ? prio : low;
 	}
 	/* A corrupt page stays as it is, for its reader to see. */
 	if (zpool_load_pages(z->pool, old, nr, buf))
 		goto out;
-	was = zpool__pages_mem(z->pool, old, nr);
-	for (prio = lo > from ? lo : from + 1; prio <= sc->hi; prio++) {
+	/*
+	 * What the old objects give back if the run moves, not the run's
+	 * shares of them: a group with pages outside the run stays, and a
+	 * new group beside it would only add memory.
+	 */
+	was = run_freed(z->pool, old, nr, &shared);
+	start = lo > from ? lo : from + 1;
+	for (prio = start; prio <= sc->hi; prio++) {
 		r = zpool__store_pages_slot(z->pool, prio, buf, nr, nh);
 		if (r == -ENOENT)
 			continue; /* no algorithm at this priority */
@@ -339,7 +389,7 @@ static int recompress_run(struct zram *z, struct scan *sc, unsigned int lo,
 			break;
 		}
 		raw |= r == 1;
-		if (!r && zpool__pages_mem(z->pool, nh, nr) < was) {
+		if (!r && run_freed(z->pool, nh, nr, &mine) < was) {
 			ret = (int)nr;
 			break;
 		}
@@ -353,7 +403,13 @@ static int recompress_run(struct zram *z, struct scan *sc, unsigned int lo,
 						  memory_order_relaxed);
 			atomic_fetch_or_explicit(&s[i]->flags, ZRAM_RECOMP | prio << ZRAM_PRIO_SHIFT,
 						 memory_order_relaxed);
-		} else if (!ret && !raw && tried == sc->top) {
+		} else if (!ret && !raw && !shared && tried == sc->top &&
+			   (lo > low ? lo : low + 1) == start) {
+			/*
+			 * Not when a group outside the run held it back (that
+			 * may pass), nor when a page of a lower priority than
+			 * the run's highest skipped the priorities between.
+			 */
 			atomic_fetch_or_explicit(&s[i]->flags, ZRAM_INCOMPRESSIBLE,
 						 memory_order_relaxed);
 		}

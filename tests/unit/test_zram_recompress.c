@@ -692,6 +692,135 @@ START_TEST(test_multi_huge_alone)
 }
 END_TEST
 
+/* A block of text repeated: lz4 stores ZP_GROUP_PAGES of them as one group. */
+static void rep_page(unsigned char *p, uint64_t index, uint32_t gen)
+{
+	unsigned char t[PG];
+	size_t off;
+
+	text_page(t, index, gen);
+	for (off = 0; off < PG; off += 512)
+		memcpy(p + off, t, 512);
+}
+
+/*
+ * ZPOOL_F_MULTI_PAGE: groups whose first page is not idle.  Their idle
+ * rest used to be recompressed as a new group, counted as its share of
+ * the old one, while the old group stayed whole for its first page: the
+ * device then used more memory than before recompression.  Now they stay
+ * (and are not condemned as incompressible), and go once the first page
+ * is rewritten.
+ */
+START_TEST(test_multi_idle_tail)
+{
+	struct zram_recompress_params p = ZRAM_RECOMPRESS_PARAMS_INIT;
+	const uint64_t n = NPAGES;
+	struct zram *z = new_zram_flags("lz4", ZPOOL_F_CHECKSUM | ZPOOL_F_MULTI_PAGE);
+	unsigned char *buf = malloc(GRP * PG), page[PG];
+	struct zpool_stats before, after;
+	uint64_t i, k;
+
+	p.type = ZRAM_RECOMP_IDLE;
+	for (i = 0; i < n; i += GRP) {
+		for (k = 0; k < GRP; k++)
+			rep_page(buf + k * PG, i + k, 0);
+		ck_assert_int_eq(do_run(z, REQ_OP_WRITE, i, buf, GRP), 0);
+	}
+	ck_assert_int_eq(zram_set_recomp_algorithm(z, strong(), 1), 0);
+	zram_idle_mark(z, 0);
+	for (i = 0; i < n; i += GRP)
+		ck_assert_int_eq(do_io(z, REQ_OP_READ, i, page), 0);
+	zram_compact(z);
+	zram_mm_stat(z, &before);
+	ck_assert_int_ge(zram_recompress(z, &p), 0);
+	zram_mm_stat(z, &after);
+	ck_assert_uint_le(after.compr_data_size, before.compr_data_size);
+	/* Without groups (64 KiB pages), single pages may leave zspages half used. */
+	if (ZP_GROUP_PAGES > 1)
+		ck_assert_uint_le(after.mem_used_total, before.mem_used_total);
+	for (i = 0; i < n; i++) {
+		if (ZP_GROUP_PAGES > 1)
+			ck_assert_uint_eq(flags_of(z, i) & ZRAM_INCOMPRESSIBLE, 0);
+		rep_page(page, i, 0);
+		ck_assert_int_eq(do_io(z, REQ_OP_READ, i, buf), 0);
+		ck_assert_msg(!memcmp(buf, page, PG), "page %llu", (unsigned long long)i);
+	}
+	/* The first pages rewritten: the rest of each group goes, and memory falls. */
+	zram_idle_mark(z, 0);
+	for (i = 0; i < n; i += GRP) {
+		rep_page(page, i, 1);
+		ck_assert_int_eq(do_io(z, REQ_OP_WRITE, i, page), 0);
+	}
+	zram_compact(z);
+	zram_mm_stat(z, &before);
+	if (ZP_GROUP_PAGES > 2 && !strcmp(strong(), "zstd"))
+		ck_assert_int_eq(zram_recompress(z, &p), (int64_t)(n - n / GRP));
+	else
+		ck_assert_int_ge(zram_recompress(z, &p), 0);
+	zram_mm_stat(z, &after);
+	if (ZP_GROUP_PAGES > 2 && !strcmp(strong(), "zstd")) {
+		for (i = 0; i < n; i++)
+			ck_assert_msg(!!(flags_of(z, i) & ZRAM_RECOMP) == !!(i % GRP), "page %llu",
+				      (unsigned long long)i);
+		ck_assert_uint_lt(after.compr_data_size, before.compr_data_size);
+	}
+	ck_assert_uint_le(after.compr_data_size, before.compr_data_size);
+	if (ZP_GROUP_PAGES > 2)
+		ck_assert_uint_le(after.mem_used_total, before.mem_used_total);
+	for (i = 0; i < n; i++) {
+		rep_page(page, i, i % GRP ? 0 : 1);
+		ck_assert_int_eq(do_io(z, REQ_OP_READ, i, buf), 0);
+		ck_assert_msg(!memcmp(buf, page, PG), "page %llu", (unsigned long long)i);
+	}
+	zram_destroy(z);
+	free(buf);
+}
+END_TEST
+
+/*
+ * A run whose pages were written by different priorities tries only those
+ * above the highest: a page of a lower one is not marked incompressible
+ * for it, but tried alone at the priorities it skipped.
+ */
+START_TEST(test_multi_mixed_prio)
+{
+	struct zram_recompress_params p = ZRAM_RECOMPRESS_PARAMS_INIT;
+	struct zram *z = new_zram_flags("lz4", ZPOOL_F_CHECKSUM | ZPOOL_F_MULTI_PAGE);
+	unsigned char page[PG];
+	uint64_t i;
+
+	if (!zpool_has_compressor("zstd")) {
+		ck_assert_int_eq(zram_set_recomp_algorithm(z, "zstd", 2), -EINVAL);
+		zram_destroy(z);
+		return;
+	}
+	for (i = 0; i < GRP; i++) {
+		text_page(page, i, 0);
+		ck_assert_int_eq(do_io(z, REQ_OP_WRITE, i, page), 0);
+	}
+	ck_assert_int_eq(zram_set_recomp_algorithm(z, "lz4hc", 1), 0);
+	ck_assert_int_eq(zram_set_recomp_algorithm(z, "zstd", 2), 0);
+	ck_assert_int_eq(zram_set_recomp_algorithm(z, "lz4", 3), 0);
+	/* The first half with zstd alone (priority 2), the rest left with lz4. */
+	p.priority = 2;
+	p.max_pages = GRP / 2;
+	ck_assert_int_eq(zram_recompress(z, &p), (int64_t)(GRP / 2));
+	for (i = 0; i < GRP; i++)
+		ck_assert_uint_eq((flags_of(z, i) & ZRAM_PRIO_MASK) >> ZRAM_PRIO_SHIFT,
+				  i < GRP / 2 ? 2 : 0);
+	/* lz4 at 3 may not beat zstd's half: the lz4 pages still get 1 and 2. */
+	p = (struct zram_recompress_params)ZRAM_RECOMPRESS_PARAMS_INIT;
+	ck_assert_int_ge(zram_recompress(z, &p), (int64_t)(GRP / 2));
+	for (i = 0; i < GRP; i++) {
+		ck_assert_msg(flags_of(z, i) & ZRAM_RECOMP, "page %llu", (unsigned long long)i);
+		ck_assert_msg(!(flags_of(z, i) & ZRAM_INCOMPRESSIBLE) || i < GRP / 2, "page %llu",
+			      (unsigned long long)i);
+		check_text(z, i, 0);
+	}
+	zram_destroy(z);
+}
+END_TEST
+
 /*
  * Writers rewrite pages with new generations and check what they read
  * while recompression, dictionary changes and idle marking run.
@@ -857,6 +986,8 @@ int main(void)
 		test_invalid_and_reset,
 		test_multi_recompressed,
 		test_multi_huge_alone,
+		test_multi_idle_tail,
+		test_multi_mixed_prio,
 		NULL
 	};
 	const TTest *const dicts[] = { test_dictionary_versions, test_zstd_frames, test_train_dict,
