@@ -11,149 +11,15 @@
 
 #include <libbvec/zram.h>
 
-#include "pages.h"
-#include "zpool/internal.h" /* ZP_GROUP_PAGES */
+#include "pools.h"
 
 #define NP 16				/* pages in the small device */
 #define UNITS (PG >= 4096 ? PG / 4096 : 1) /* bd_stat units a page */
 
-/*
- * A RAM disk for a backing device that can fail reads or writes and can
- * complete bios on a thread of its own, after a delay, like real hardware.
- */
-struct tdisk {
-	struct gendisk *disk;
-	unsigned char *mem;
-	atomic_bool fail_reads, fail_writes;
-	atomic_bool hold; /* the thread serves nothing while set */
-	atomic_bool hold_reads; /* the thread sets reads aside while set */
-	atomic_int held;
-	bool async;
-	pthread_t thread;
-	pthread_mutex_t mu;
-	struct bio_list queue;
-	bool stop;
-	atomic_int inflight, max_inflight;
-};
-
-static void tdisk_serve(struct tdisk *t, struct bio *bio)
-{
-	uint64_t pos = bio->bi_iter.bi_sector << 9;
-	bool write = op_is_write(bio->bi_opf);
-	struct bvec_iter iter;
-	struct bio_vec bv;
-
-	if (write ? atomic_load(&t->fail_writes) : atomic_load(&t->fail_reads)) {
-		bio->bi_status = BLK_STS_IOERR;
-	} else {
-		bio_for_each_segment(bv, bio, iter) {
-			if (write)
-				memcpy(t->mem + pos, bvec_virt(&bv), bv.bv_len);
-			else
-				memcpy(bvec_virt(&bv), t->mem + pos, bv.bv_len);
-			pos += bv.bv_len;
-		}
-	}
-	atomic_fetch_sub(&t->inflight, 1);
-	bio_endio(bio);
-}
-
-static void *tdisk_thread(void *arg)
-{
-	struct tdisk *t = arg;
-	struct bio_list held;
-	struct bio *bio;
-	bool stop;
-
-	bio_list_init(&held);
-	for (;;) {
-		pthread_mutex_lock(&t->mu);
-		bio = bio_list_pop(&t->queue);
-		stop = t->stop;
-		pthread_mutex_unlock(&t->mu);
-		if (!bio && !atomic_load(&t->hold_reads))
-			bio = bio_list_pop(&held);
-		if (!bio) {
-			if (stop && bio_list_empty(&held))
-				break;
-			usleep(50);
-			continue;
-		}
-		if (!op_is_write(bio->bi_opf) && atomic_load(&t->hold_reads)) {
-			bio_list_add(&held, bio);
-			atomic_fetch_add(&t->held, 1);
-			continue;
-		}
-		usleep(20); /* a device's latency: lets a batch queue up */
-		while (atomic_load(&t->hold))
-			usleep(50);
-		tdisk_serve(t, bio);
-	}
-	return NULL;
-}
-
-static void tdisk_submit(struct bio *bio)
-{
-	struct tdisk *t = bio->bi_bdev->bd_disk->private_data;
-	int n = atomic_fetch_add(&t->inflight, 1) + 1, m = atomic_load(&t->max_inflight);
-
-	while (n > m && !atomic_compare_exchange_weak(&t->max_inflight, &m, n))
-		;
-	if (!t->async) {
-		tdisk_serve(t, bio);
-		return;
-	}
-	pthread_mutex_lock(&t->mu);
-	bio_list_add(&t->queue, bio);
-	pthread_mutex_unlock(&t->mu);
-}
-
-static const struct block_device_operations tdisk_fops = { .submit_bio = tdisk_submit };
-
-static struct tdisk *tdisk_new(uint64_t pages, bool async)
-{
-	struct tdisk *t = calloc(1, sizeof(*t));
-	struct queue_limits lim;
-
-	ck_assert_ptr_nonnull(t);
-	t->mem = calloc(pages ? pages : 1, PG);
-	ck_assert_ptr_nonnull(t->mem);
-	blk_set_stacking_limits(&lim);
-	t->disk = blk_alloc_disk(&lim, -1);
-	ck_assert_ptr_nonnull(t->disk);
-	t->disk->fops = &tdisk_fops;
-	t->disk->private_data = t;
-	set_capacity(t->disk, pages * (PG / 512));
-	t->async = async;
-	bio_list_init(&t->queue);
-	pthread_mutex_init(&t->mu, NULL);
-	if (async)
-		ck_assert_int_eq(pthread_create(&t->thread, NULL, tdisk_thread, t), 0);
-	return t;
-}
-
-static void tdisk_free(struct tdisk *t)
-{
-	if (t->async) {
-		pthread_mutex_lock(&t->mu);
-		t->stop = true;
-		pthread_mutex_unlock(&t->mu);
-		pthread_join(t->thread, NULL);
-	}
-	put_disk(t->disk);
-	free(t->mem);
-	free(t);
-}
-
 static struct zram *new_zram_flags(uint64_t pages, struct gendisk *backing, uint32_t flags)
 {
-	struct zram_config cfg = ZRAM_CONFIG_INIT;
-	struct zram *z;
+	struct zram *z = new_zram_dev(pages, NULL, flags);
 
-	cfg.disksize = pages * PG;
-	cfg.pool.flags = flags;
-	z = zram_create(&cfg);
-	ck_assert_ptr_nonnull(z);
 	if (backing)
 		ck_assert_int_eq(zram_set_backing(z, backing), 0);
 	return z;
@@ -162,23 +28,6 @@ static struct zram *new_zram_flags(uint64_t pages, struct gendisk *backing, uint
 static struct zram *new_zram(uint64_t pages, struct gendisk *backing)
 {
 	return new_zram_flags(pages, backing, ZPOOL_F_CHECKSUM);
-}
-
-static int io(struct zram *z, blk_opf_t op, uint64_t byte_off, void *mem, unsigned int len)
-{
-	struct bio_vec table[1];
-	struct bio bio;
-	int ret;
-
-	bio_init(&bio, zram_disk(z)->part0, table, 1, op);
-	bio.bi_iter.bi_sector = byte_off >> 9;
-	if (mem)
-		bio_add_virt(&bio, mem, len);
-	else
-		bio.bi_iter.bi_size = len;
-	ret = submit_bio_wait(&bio);
-	bio_uninit(&bio);
-	return ret;
 }
 
 /*
@@ -195,7 +44,7 @@ static void fill(struct zram *z, unsigned char (*model)[PG], uint64_t seed)
 				   i == 8 ? PAGE_ZERO : PAGE_SIZED;
 
 		make_page(model[i], k, seed * 100 + i, (unsigned int)(PG / 4));
-		ck_assert_int_eq(io(z, REQ_OP_WRITE, i * PG, model[i], PG), 0);
+		ck_assert_int_eq(zram_io(z, REQ_OP_WRITE, i * PG, model[i], PG), 0);
 	}
 }
 
@@ -206,7 +55,7 @@ static void check_all(struct zram *z, unsigned char (*model)[PG], unsigned int n
 
 	for (i = 0; i < n; i++) {
 		memset(got, 0xa5, PG);
-		ck_assert_int_eq(io(z, REQ_OP_READ, i * PG, got, PG), 0);
+		ck_assert_int_eq(zram_io(z, REQ_OP_READ, i * PG, got, PG), 0);
 		ck_assert_msg(!memcmp(got, model[i], PG), "page %u differs", i);
 	}
 }
@@ -285,8 +134,8 @@ START_TEST(test_modes)
 		fill(z, model, c);
 		if (mc->mode & ZRAM_WB_IDLE) {
 			ck_assert_uint_eq(zram_idle_mark(z, 0), NP);
-			ck_assert_int_eq(io(z, REQ_OP_READ, 0, tmp, PG), 0);
-			ck_assert_int_eq(io(z, REQ_OP_READ, 4 * PG, tmp, PG), 0);
+			ck_assert_int_eq(zram_io(z, REQ_OP_READ, 0, tmp, PG), 0);
+			ck_assert_int_eq(zram_io(z, REQ_OP_READ, 4 * PG, tmp, PG), 0);
 		}
 		zram_mm_stat(z, &before);
 		ck_assert_int_eq(zram_writeback(z, mc->mode, mc->first, mc->count), mc->want);
@@ -312,7 +161,7 @@ START_TEST(test_modes)
 			memset(t->mem, 0x5a, 64 * PG);
 			for (i = 0; i < NP && !mc->wb[i]; i++)
 				;
-			ck_assert_int_eq(io(z, REQ_OP_READ, i * PG, tmp, PG), 0);
+			ck_assert_int_eq(zram_io(z, REQ_OP_READ, i * PG, tmp, PG), 0);
 			ck_assert_uint_eq(tmp[0], 0x5a);
 		}
 		zram_destroy(z);
@@ -332,31 +181,31 @@ START_TEST(test_partial_io)
 	fill(z, model, 7);
 	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, UINT64_MAX), 15);
 	/* A partial read goes through a bounce page; the page stays out. */
-	ck_assert_int_eq(io(z, REQ_OP_READ, 512, buf, 1536), 0);
+	ck_assert_int_eq(zram_io(z, REQ_OP_READ, 512, buf, 1536), 0);
 	ck_assert(!memcmp(buf, model[0] + 512, 1536));
 	ck_assert(page_on_backing(z, 0));
 	check_bd(z, 15, 1, 15);
 	/* A partial write brings the page back, patched. */
 	memset(buf, 0xee, 1024);
-	ck_assert_int_eq(io(z, REQ_OP_WRITE, PG + 1024, buf, 1024), 0);
+	ck_assert_int_eq(zram_io(z, REQ_OP_WRITE, PG + 1024, buf, 1024), 0);
 	memset(model[1] + 1024, 0xee, 1024);
 	ck_assert(!page_on_backing(z, 1));
 	check_bd(z, 14, 2, 15);
 	/* Discarding a whole page releases its block. */
-	ck_assert_int_eq(io(z, REQ_OP_DISCARD, 2 * PG, NULL, PG), 0);
+	ck_assert_int_eq(zram_io(z, REQ_OP_DISCARD, 2 * PG, NULL, PG), 0);
 	memset(model[2], 0, PG);
 	stored--;
 	check_bd(z, 13, 2, 15);
 	zram_io_stat(z, &ios);
 	ck_assert_uint_eq(ios.notify_free, 1);
 	/* Zeroing an edge of a written-back page: read, patch, store. */
-	ck_assert_int_eq(io(z, REQ_OP_WRITE_ZEROES, 3 * PG + PG - 512, NULL, 512), 0);
+	ck_assert_int_eq(zram_io(z, REQ_OP_WRITE_ZEROES, 3 * PG + PG - 512, NULL, 512), 0);
 	memset(model[3] + PG - 512, 0, 512);
 	ck_assert(!page_on_backing(z, 3));
 	check_bd(z, 12, 3, 15);
 	/* A whole-page write only releases the block. */
 	make_page(model[9], PAGE_TEXT, 999, 0);
-	ck_assert_int_eq(io(z, REQ_OP_WRITE, 9 * PG, model[9], PG), 0);
+	ck_assert_int_eq(zram_io(z, REQ_OP_WRITE, 9 * PG, model[9], PG), 0);
 	check_bd(z, 11, 3, 15);
 	check_mm(z, stored, false);
 	check_all(z, model, NP);
@@ -390,10 +239,10 @@ START_TEST(test_backing_fails)
 	check_bd(z, 15, 0, 15);
 	/* A failed read: -EIO to the reader, counted, the page kept. */
 	atomic_store(&t->fail_reads, true);
-	ck_assert_int_eq(io(z, REQ_OP_READ, 0, buf, PG), -EIO);
-	ck_assert_int_eq(io(z, REQ_OP_READ, PG + 512, buf, 512), -EIO);
+	ck_assert_int_eq(zram_io(z, REQ_OP_READ, 0, buf, PG), -EIO);
+	ck_assert_int_eq(zram_io(z, REQ_OP_READ, PG + 512, buf, 512), -EIO);
 	memset(buf, 1, 512);
-	ck_assert_int_eq(io(z, REQ_OP_WRITE, 2 * PG, buf, 512), -EIO);
+	ck_assert_int_eq(zram_io(z, REQ_OP_WRITE, 2 * PG, buf, 512), -EIO);
 	zram_io_stat(z, &ios);
 	ck_assert_uint_eq(ios.failed_reads, 3);
 	atomic_store(&t->fail_reads, false);
@@ -416,7 +265,7 @@ START_TEST(test_enospc)
 	ck_assert(!page_on_backing(z, 3));
 	check_bd(z, 3, 0, 3);
 	/* A freed block is found again (first fit). */
-	ck_assert_int_eq(io(z, REQ_OP_DISCARD, PG, NULL, PG), 0);
+	ck_assert_int_eq(zram_io(z, REQ_OP_DISCARD, PG, NULL, PG), 0);
 	memset(model[1], 0, PG);
 	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 5, 1), 1);
 	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 6, 1), -ENOSPC);
@@ -485,7 +334,7 @@ START_TEST(test_reset)
 	ck_assert_uint_eq(zram_writeback_limit(z, &on), 0);
 	ck_assert(!on);
 	memset(buf, 1, PG);
-	ck_assert_int_eq(io(z, REQ_OP_READ, 0, buf, PG), 0);
+	ck_assert_int_eq(zram_io(z, REQ_OP_READ, 0, buf, PG), 0);
 	ck_assert_uint_eq(buf[0], 0);
 	/* Every block is free again: the whole device fits once more. */
 	fill(z, model, 8);
@@ -538,13 +387,13 @@ START_TEST(test_backing_rules)
 	i = 3; /* a written-back page is not marked idle */
 	ck_assert_int_eq(zram_block_state(z, &i, &bs), 0);
 	ck_assert_uint_eq(bs.flags, ZRAM_BS_WB);
-	ck_assert_int_eq(io(z, REQ_OP_DISCARD, 15 * PG, NULL, PG), 0);
+	ck_assert_int_eq(zram_io(z, REQ_OP_DISCARD, 15 * PG, NULL, PG), 0);
 	i = 15;
 	ck_assert_int_eq(zram_block_state(z, &i, &bs), -ENOENT);
 	zram_format_bd_stat(&(struct zram_bd_stat){ 1, 2, 3 }, line, sizeof(line));
 	ck_assert_str_eq(line, "       1        2        3\n");
 	/* Once nothing is on it, the backing disk may go. */
-	ck_assert_int_eq(io(z, REQ_OP_DISCARD, 3 * PG, NULL, PG), 0);
+	ck_assert_int_eq(zram_io(z, REQ_OP_DISCARD, 3 * PG, NULL, PG), 0);
 	ck_assert_int_eq(zram_set_backing(z, NULL), 0);
 	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, UINT64_MAX), -ENODEV);
 	zram_destroy(z);
@@ -637,7 +486,7 @@ START_TEST(test_overwrite_in_flight)
 	while (!atomic_load(&t->inflight))
 		usleep(100);
 	make_page(model[0], PAGE_TEXT, 4242, 0);
-	ck_assert_int_eq(io(z, REQ_OP_WRITE, 0, model[0], PG), 0);
+	ck_assert_int_eq(zram_io(z, REQ_OP_WRITE, 0, model[0], PG), 0);
 	atomic_store(&t->hold, false);
 	pthread_join(th, &ret);
 	ck_assert_int_eq((intptr_t)ret, 0);
@@ -659,7 +508,7 @@ static void *read_page0(void *arg)
 {
 	struct reader *r = arg;
 
-	r->ret = io(r->z, REQ_OP_READ, 0, r->buf, PG);
+	r->ret = zram_io(r->z, REQ_OP_READ, 0, r->buf, PG);
 	return NULL;
 }
 
@@ -684,7 +533,7 @@ START_TEST(test_block_pinned_while_read)
 	while (!atomic_load(&t->held))
 		usleep(100);
 	make_page(model[0], PAGE_TEXT, 4343, 0);
-	ck_assert_int_eq(io(z, REQ_OP_WRITE, 0, model[0], PG), 0);
+	ck_assert_int_eq(zram_io(z, REQ_OP_WRITE, 0, model[0], PG), 0);
 	check_bd(z, 1, 0, 1); /* released, but still taken: it is being read */
 	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 1, 1), 1);
 	check_bd(z, 2, 0, 2);
@@ -725,7 +574,7 @@ static unsigned int check_run(struct zram *z, unsigned char (*model)[PG], uint64
 	for (i = 0; i < n; i++)
 		on += page_on_backing(z, first + i);
 	memset(got, 0xa5, (size_t)n * PG);
-	ck_assert_int_eq(io(z, REQ_OP_READ, first * PG, got, n * (unsigned int)PG), 0);
+	ck_assert_int_eq(zram_io(z, REQ_OP_READ, first * PG, got, n * (unsigned int)PG), 0);
 	for (i = 0; i < n; i++)
 		ck_assert_msg(!memcmp(got + (size_t)i * PG, model[first + i], PG), "page %u",
 			      (unsigned int)first + i);
@@ -760,7 +609,7 @@ START_TEST(test_multi_members)
 				    i / Q == 3 ? PAGE_BINARY : PAGE_TEXT, i, 0);
 	for (i = 0; i < MP; i++)
 		memcpy(run + (size_t)i * PG, model[i], PG);
-	ck_assert_int_eq(io(z, REQ_OP_WRITE, 0, run, MP * (unsigned int)PG), 0);
+	ck_assert_int_eq(zram_io(z, REQ_OP_WRITE, 0, run, MP * (unsigned int)PG), 0);
 	check_mm(z, MP, false);
 	for (i = 0; i < MP; i++) {
 		unsigned int f = block_flags(z, i);
@@ -797,20 +646,20 @@ START_TEST(test_multi_members)
 	writes += Q / 2;
 	for (i = 2 * Q + Q / 2; i < 3 * Q; i++)
 		make_page(model[i], PAGE_BINARY, 1000 + i, 0);
-	ck_assert_int_eq(io(z, REQ_OP_WRITE, (2 * Q + Q / 2) * PG, model[2 * Q + Q / 2],
+	ck_assert_int_eq(zram_io(z, REQ_OP_WRITE, (2 * Q + Q / 2) * PG, model[2 * Q + Q / 2],
 			    Q / 2 * (unsigned int)PG), 0);
 	reads += check_run(z, model, 2 * Q, Q);
 
 	/* A sector of a written-back member patched; a run over one and a page in memory. */
 	memset(model[0] + 512, 0x77, 512);
-	ck_assert_int_eq(io(z, REQ_OP_WRITE, 512, model[0] + 512, 512), 0);
+	ck_assert_int_eq(zram_io(z, REQ_OP_WRITE, 512, model[0] + 512, 512), 0);
 	ck_assert(!page_on_backing(z, 0));
 	wb--;
 	reads++;
 	ck_assert(page_on_backing(z, Q - 1) && !page_on_backing(z, Q));
 	make_page(model[Q - 1], PAGE_TEXT, 5005, 0);
 	make_page(model[Q], PAGE_TEXT, 5006, 0);
-	ck_assert_int_eq(io(z, REQ_OP_WRITE, (Q - 1) * PG, model[Q - 1], 2 * (unsigned int)PG), 0);
+	ck_assert_int_eq(zram_io(z, REQ_OP_WRITE, (Q - 1) * PG, model[Q - 1], 2 * (unsigned int)PG), 0);
 	ck_assert(!page_on_backing(z, Q - 1));
 	wb--;
 	check_bd(z, wb, reads, writes);
@@ -831,7 +680,7 @@ START_TEST(test_multi_members)
 	wb++;
 	writes++;
 	atomic_store(&t->fail_reads, true);
-	ck_assert_int_eq(io(z, REQ_OP_READ, 3 * Q * PG, run, Q * (unsigned int)PG), -EIO);
+	ck_assert_int_eq(zram_io(z, REQ_OP_READ, 3 * Q * PG, run, Q * (unsigned int)PG), -EIO);
 	zram_io_stat(z, &ios);
 	ck_assert_uint_eq(ios.failed_reads, 1);
 	atomic_store(&t->fail_reads, false);
@@ -840,7 +689,7 @@ START_TEST(test_multi_members)
 	check_mm(z, MP, false);
 
 	/* Everything discarded: no block, no group byte left. */
-	ck_assert_int_eq(io(z, REQ_OP_DISCARD, 0, NULL, MP * (unsigned int)PG), 0);
+	ck_assert_int_eq(zram_io(z, REQ_OP_DISCARD, 0, NULL, MP * (unsigned int)PG), 0);
 	zram_mm_stat(z, &st);
 	ck_assert_uint_eq(st.orig_data_size, 0);
 	ck_assert_uint_eq(st.compr_data_size, 0);
@@ -873,7 +722,7 @@ START_TEST(test_multi_incompressible)
 		make_page(model[i], raw ? PAGE_RANDOM : PAGE_SIZED, i, 256);
 		memcpy(run + (size_t)i * PG, model[i], PG);
 	}
-	ck_assert_int_eq(io(z, REQ_OP_WRITE, 0, run, 8 * (unsigned int)PG), 0);
+	ck_assert_int_eq(zram_io(z, REQ_OP_WRITE, 0, run, 8 * (unsigned int)PG), 0);
 	ck_assert_int_eq(zram_set_recomp_algorithm(z, "lz4hc", 1), 0);
 	ck_assert_int_ge(zram_recompress(z, &p), 0);
 	/*
@@ -976,12 +825,12 @@ static void *race_io(void *arg)
 						  n * GRP + k, 0);
 				for (k = 0; k < runp; k++)
 					memcpy(buf + (size_t)k * PG, r->model[p + k], PG);
-				ck_assert_int_eq(io(r->z, REQ_OP_WRITE, p * PG, buf,
+				ck_assert_int_eq(zram_io(r->z, REQ_OP_WRITE, p * PG, buf,
 						    runp * (unsigned int)PG), 0);
 				continue;
 			}
 			if (op == 7) {
-				ck_assert_int_eq(io(r->z, REQ_OP_READ, p * PG, buf,
+				ck_assert_int_eq(zram_io(r->z, REQ_OP_READ, p * PG, buf,
 						    runp * (unsigned int)PG), 0);
 				for (k = 0; k < runp; k++) {
 					m = r->model[p + k];
@@ -994,24 +843,24 @@ static void *race_io(void *arg)
 		switch (op) {
 		case 0:
 			make_page(m, (enum page_kind)rng_range(&g, 0, PAGE_RANDOM), n, 0);
-			ck_assert_int_eq(io(r->z, REQ_OP_WRITE, p * PG, m, PG), 0);
+			ck_assert_int_eq(zram_io(r->z, REQ_OP_WRITE, p * PG, m, PG), 0);
 			break;
 		case 1:
 			memset(buf, (int)rng_range(&g, 1, 255), len);
 			memcpy(m + off, buf, len);
-			ck_assert_int_eq(io(r->z, REQ_OP_WRITE, p * PG + off, buf, len), 0);
+			ck_assert_int_eq(zram_io(r->z, REQ_OP_WRITE, p * PG + off, buf, len), 0);
 			break;
 		case 2:
 			memset(m, 0, PG);
-			ck_assert_int_eq(io(r->z, REQ_OP_DISCARD, p * PG, NULL, PG), 0);
+			ck_assert_int_eq(zram_io(r->z, REQ_OP_DISCARD, p * PG, NULL, PG), 0);
 			break;
 		case 3:
 			memset(m + off, 0, len);
-			ck_assert_int_eq(io(r->z, REQ_OP_WRITE_ZEROES, p * PG + off, NULL, len),
+			ck_assert_int_eq(zram_io(r->z, REQ_OP_WRITE_ZEROES, p * PG + off, NULL, len),
 					 0);
 			break;
 		default:
-			ck_assert_int_eq(io(r->z, REQ_OP_READ, p * PG + off, buf, len), 0);
+			ck_assert_int_eq(zram_io(r->z, REQ_OP_READ, p * PG + off, buf, len), 0);
 			ck_assert_msg(!memcmp(buf, m + off, len), "page %u", p);
 		}
 	}
@@ -1050,10 +899,10 @@ static void *race_reader(void *arg)
 	unsigned int p = 0;
 
 	while (!atomic_load(&r->stop)) {
-		ck_assert_int_eq(io(r->z, REQ_OP_READ, (p % RP) * PG, buf, PG), 0);
-		ck_assert_int_eq(io(r->z, REQ_OP_READ, (p % RP) * PG + 512, buf, 1024), 0);
+		ck_assert_int_eq(zram_io(r->z, REQ_OP_READ, (p % RP) * PG, buf, PG), 0);
+		ck_assert_int_eq(zram_io(r->z, REQ_OP_READ, (p % RP) * PG + 512, buf, 1024), 0);
 		if (r->multi)
-			ck_assert_int_eq(io(r->z, REQ_OP_READ, (p % (RP - 2 * GRP + 1)) * PG, buf,
+			ck_assert_int_eq(zram_io(r->z, REQ_OP_READ, (p % (RP - 2 * GRP + 1)) * PG, buf,
 					    2 * GRP * (unsigned int)PG), 0);
 		p++;
 	}
