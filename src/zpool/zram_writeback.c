@@ -524,21 +524,22 @@ static void write_end_io(struct bio *bio)
 {
 	struct wb_req *q = bio->bi_private;
 	struct wb_run *run = q->run;
+	struct zram__wb *wb = run->z->wb;
 
 	q->status = atomic_load(&bio->bi_status);
 	bio_put(bio);
+	/*
+	 * The run may see @q, finish and return as soon as it is pushed, and
+	 * its caller may then destroy the device: so @q is pushed under
+	 * done_lock, which the run takes once more before it returns, and
+	 * nothing but that lock and its condition is touched after the push.
+	 */
+	zpool__mutex_lock(wb->done_lock);
 	q->next = atomic_load_explicit(&run->done, memory_order_relaxed);
-	struct zram__wb *wb = run->z->wb;
-
 	while (!atomic_compare_exchange_weak_explicit(&run->done, &q->next, q,
 						      memory_order_release,
 						      memory_order_relaxed))
 		;
-	/*
-	 * The run may see @q, finish and return as soon as it is pushed: from
-	 * here on only the device's members are touched, never @run.
-	 */
-	zpool__mutex_lock(wb->done_lock);
 	zpool__cond_broadcast(wb->done_cond);
 	zpool__mutex_unlock(wb->done_lock);
 }
@@ -809,6 +810,9 @@ int64_t zram_writeback(struct zram *z, enum zram_wb_mode mode, uint64_t first, u
 	}
 	while (run.inflight)
 		reap(&run, true);
+	/* The last completion may still be on its way out of done_lock. */
+	zpool__mutex_lock(z->wb->done_lock);
+	zpool__mutex_unlock(z->wb->done_lock);
 	run_free(&run);
 	zpool__rw_unlock(z->lock);
 	return run.err ? run.err : run.written;
