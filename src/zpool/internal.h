@@ -516,11 +516,19 @@ int zpool__store_slot(struct zpool *pool, unsigned int slot, const void *page,
 int zpool__store_pages_slot(struct zpool *pool, unsigned int slot, const void *pages,
 			    unsigned int nr, zpool_handle_t *handles);
 /*
- * The memory @nr pages take in their size classes: a page of a group
- * counts its share of the group's object, a same-filled page nothing.
- * The caller keeps the handles alive.
+ * The size-class memory of @handle's page: a page of a group counts its
+ * share of the group's object, a same-filled page nothing.  The caller
+ * keeps the handle alive.
  */
-size_t zpool__pages_mem(struct zpool *pool, const zpool_handle_t *handles, unsigned int nr);
+size_t zpool__obj_share(struct zpool *pool, zpool_handle_t handle);
+/*
+ * The memory that freeing @nr (at most ZP_GROUP_PAGES) live handles would
+ * give back now: a page alone its class, a group's object only when every
+ * page still in it is among them.  *@shared: some group also holds a page
+ * outside them, so it stays whole.  The caller keeps the handles alive.
+ */
+size_t zpool__pages_freed(struct zpool *pool, const zpool_handle_t *handles, unsigned int nr,
+			  bool *shared);
 /* Size of the class holding @handle's object, 0 for none (same-filled). */
 size_t zpool__obj_class_size(struct zpool *pool, zpool_handle_t handle);
 /*

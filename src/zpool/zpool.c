@@ -839,20 +839,48 @@ static uint64_t group_of(struct zpool *pool, uint64_t e)
 				    memory_order_acquire);
 }
 
-size_t zpool__pages_mem(struct zpool *pool, const zpool_handle_t *handles, unsigned int nr)
+size_t zpool__obj_share(struct zpool *pool, zpool_handle_t handle)
 {
+	uint64_t e = lookup(pool, handle), w;
+
+	if (!zp_entry_is_member(e))
+		return zpool__obj_class_size(pool, handle);
+	w = group_of(pool, e);
+	return zpool__obj_class_size(pool, zp_group_handle(w)) / zp_group_pages(w);
+}
+
+size_t zpool__pages_freed(struct zpool *pool, const zpool_handle_t *handles, unsigned int nr,
+			  bool *shared)
+{
+	uint64_t grp[ZP_GROUP_PAGES]; /* a member's group plus one, 0 for none */
+	unsigned int i, j, in;
 	size_t sum = 0;
-	unsigned int i;
 
+	*shared = false;
 	for (i = 0; i < nr; i++) {
-		uint64_t e = lookup(pool, handles[i]), w;
+		uint64_t e = lookup(pool, handles[i]);
 
-		if (!zp_entry_is_member(e)) {
+		grp[i] = zp_entry_is_member(e) ? (uint64_t)zp_entry_same_index(e) + 1 : 0;
+	}
+	for (i = 0; i < nr; i++) {
+		uint64_t w;
+
+		if (!grp[i]) {
 			sum += zpool__obj_class_size(pool, handles[i]);
 			continue;
 		}
-		w = group_of(pool, e);
-		sum += zpool__obj_class_size(pool, zp_group_handle(w)) / zp_group_pages(w);
+		for (j = 0; j < i && grp[j] != grp[i]; j++)
+			;
+		if (j < i)
+			continue; /* counted with its first page */
+		for (in = 0, j = i; j < nr; j++)
+			in += grp[j] == grp[i];
+		w = group_of(pool, lookup(pool, handles[i]));
+		/* Its other pages may go meanwhile, never come: refs only fall. */
+		if (zp_group_refs(w) <= in)
+			sum += zpool__obj_class_size(pool, zp_group_handle(w));
+		else
+			*shared = true;
 	}
 	return sum;
 }

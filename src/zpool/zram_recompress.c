@@ -214,7 +214,7 @@ static uint32_t selected(struct zram *z, struct scan *sc, struct zram_slot *s)
 	if (zpool__obj_class_size(z->pool, s->handle))
 		size = zpool_obj_size(z->pool, s->handle);
 	else
-		size = zpool__pages_mem(z->pool, (zpool_handle_t[]){ s->handle }, 1);
+		size = zpool__obj_share(z->pool, s->handle);
 	if ((sc->p->type == ZRAM_RECOMP_HUGE || sc->p->type == ZRAM_RECOMP_HUGE_IDLE) &&
 	    size != ZP_PAGE_SIZE)
 		return 0;
@@ -288,56 +288,14 @@ static int recompress_one(struct zram *z, struct scan *sc, unsigned int lo,
 }
 
 /*
- * The memory that freeing @nr handles (slots locked, or new) gives back now:
- * a page alone its class, a group's object only when every page still in
- * it is among them.  A group that keeps a page outside the run (not
- * selected: not idle, say) stays whole, so its share is not memory the run
- * can save.  *@shared: some group does.
- */
-static size_t run_freed(struct zpool *pool, const zpool_handle_t *h, unsigned int nr,
-			bool *shared)
-{
-	uint64_t grp[ZP_GROUP_PAGES]; /* a member's group plus one, 0 for none */
-	unsigned int i, j, in;
-	size_t sum = 0;
-
-	*shared = false;
-	for (i = 0; i < nr; i++) {
-		uint64_t e = zpool__table_get(&pool->handles, (uint32_t)h[i]);
-
-		grp[i] = zp_entry_is_member(e) ? (uint64_t)zp_entry_same_index(e) + 1 : 0;
-	}
-	for (i = 0; i < nr; i++) {
-		uint64_t w;
-
-		if (!grp[i]) {
-			sum += zpool__obj_class_size(pool, h[i]);
-			continue;
-		}
-		for (j = 0; j < i && grp[j] != grp[i]; j++)
-			;
-		if (j < i)
-			continue; /* counted with its first page */
-		for (in = 0, j = i; j < nr; j++)
-			in += grp[j] == grp[i];
-		w = zpool__table_get(&pool->groups, (uint32_t)(grp[i] - 1));
-		/* Its other pages may go meanwhile, never come: refs only fall. */
-		if (zp_group_refs(w) <= in)
-			sum += zpool__obj_class_size(pool, zp_group_handle(w));
-		else
-			*shared = true;
-	}
-	return sum;
-}
-
-/*
  * @nr (2..ZP_GROUP_PAGES) neighbouring pages of a multi-page pool, under
  * their slots' locks (taken in ascending order, as read_pages() does):
  * stored again with the priorities above the highest that wrote any of
- * them, grouped, and kept if they then take less memory in all.  A page
- * alone in a group has no class of its own to beat, and alone it would
- * mostly come out larger than its share, so pages written one at a time
- * and groups are both rewritten as groups here.  Returns the pages
+ * them, grouped, and kept if the new group takes less memory than freeing
+ * the old objects gives back.  A page alone in a group has no class of its
+ * own to beat, and alone it would mostly come out larger than its share,
+ * so pages written one at a time and groups are both rewritten as groups
+ * here.  Returns the pages
  * recompressed, 0, or -errno.  A run that does not shrink as a whole is
  * marked incompressible, as a page is, unless a page of it would have
  * been kept raw: its caller tries those pages one at a time.
@@ -377,7 +335,7 @@ static int recompress_run(struct zram *z, struct scan *sc, unsigned int lo,
 	 * shares of them: a group with pages outside the run stays, and a
 	 * new group beside it would only add memory.
 	 */
-	was = run_freed(z->pool, old, nr, &shared);
+	was = zpool__pages_freed(z->pool, old, nr, &shared);
 	start = lo > from ? lo : from + 1;
 	for (prio = start; prio <= sc->hi; prio++) {
 		r = zpool__store_pages_slot(z->pool, prio, buf, nr, nh);
@@ -389,7 +347,7 @@ static int recompress_run(struct zram *z, struct scan *sc, unsigned int lo,
 			break;
 		}
 		raw |= r == 1;
-		if (!r && run_freed(z->pool, nh, nr, &mine) < was) {
+		if (!r && zpool__pages_freed(z->pool, nh, nr, &mine) < was) {
 			ret = (int)nr;
 			break;
 		}
