@@ -32,6 +32,14 @@ refused "size cannot be negative (-1)" size=-1
 refused "algorithm: 'lzo' is not built in (lz4, lz4hc$(grep -q 'zram_algorithms=.*zstd' \
 	"$WORK/dump" && echo ', zstd'))" size=64M algorithm=lzo
 refused "could not parse size string (lots)" size=64M mem_limit=lots
+RANGES="(lz4: 1 to 65537, lz4hc: 1 to 12, zstd: -7 to 22)"
+refused "level: 65538 is out of lz4's range $RANGES" size=64M level=65538
+refused "level: -1 is out of lz4's range $RANGES" size=64M level=-1
+refused "level: 13 is out of lz4hc's range $RANGES" size=64M algorithm=lz4hc level=13
+refused "level: could not parse number: \"3x\": trailing garbage" size=64M level=3x
+refused "recomp_level= needs recomp_algorithm=" size=64M recomp_level=9
+refused "recomp_level: 13 is out of lz4hc's range $RANGES" \
+	size=64M recomp_algorithm=lz4hc recomp_level=13
 refused "stripes must be 1 to 64, not 0" size=64M stripes=0
 refused "stripes must be 1 to 64, not 65" size=64M stripes=65
 refused "chunk must be a power of two from $PAGE to 1099511627776 bytes, not 3000" \
@@ -76,3 +84,10 @@ size_is "$PAGE" size=1
 size_is $((2 * PAGE)) size=$((PAGE + 1))
 size_is $((6 * 65536)) size=$((3 * 65536 + 1)) stripes=3
 size_is $((64 << 20)) size=64M stripes=4 chunk=1M mem_limit=1M checksum=on multi_page=on compact_secs=0
+size_is $((64 << 20)) size=64M level=65537 recomp_algorithm=lz4hc recomp_level=12
+size_is $((64 << 20)) size=64M stripes=2 algorithm=lz4hc level=1 recomp_algorithm=lz4hc recomp_level=1
+if grep -q 'zram_algorithms=.*zstd' "$WORK/dump"; then
+	refused "level: 23 is out of zstd's range $RANGES" size=64M algorithm=zstd level=23
+	refused "level: -8 is out of zstd's range $RANGES" size=64M algorithm=zstd level=-8
+	size_is $((64 << 20)) size=64M algorithm=zstd level=-7 recomp_algorithm=zstd recomp_level=22
+fi

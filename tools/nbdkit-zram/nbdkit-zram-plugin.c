@@ -2,9 +2,9 @@
 /*
  * nbdkit-zram-plugin: libzpool's zram device served over NBD.
  *
- *   nbdkit zram size=SIZE [algorithm=NAME] [mem_limit=SIZE] [stripes=N]
+ *   nbdkit zram size=SIZE [algorithm=NAME] [level=N] [mem_limit=SIZE] [stripes=N]
  *               [chunk=SIZE] [checksum=BOOL] [multi_page=BOOL] [compact_secs=N]
- *               [stats=FILE] [recomp_algorithm=NAME [recompress=TYPE]]
+ *               [stats=FILE] [recomp_algorithm=NAME [recomp_level=N] [recompress=TYPE]]
  *               [backing_dev=PATH [writeback=MODE]] [idle_secs=N]
  *
  * Every NBD request becomes one bio over nbdkit's own buffer, submitted to
@@ -53,6 +53,7 @@ static struct {
 	/* parameters */
 	uint64_t size, mem_limit, chunk;
 	const char *algorithm;
+	int level, recomp_level;	/* 0: the algorithm's default */
 	unsigned int n;
 	bool checksum, multi_page;
 	char *stats_path;
@@ -62,6 +63,7 @@ static struct {
 	int recomp_type;	/* enum zram_recomp_type, or RECOMP_NONE */
 	unsigned int idle_secs;
 	bool wb_given, recomp_given, idle_given; /* writeback=, recompress=, idle_secs= */
+	bool recomp_level_given;
 	unsigned int compact_secs; /* 0: never */
 	uint64_t compacted_at;	/* orig + compr data when last compacted */
 	/* devices */
@@ -159,6 +161,11 @@ static int on_config(const char *key, const char *value)
 			return -1;
 		}
 		zp.algorithm = value; /* nbdkit keeps it for the plugin's lifetime */
+	} else if (!strcmp(key, "level")) {
+		return nbdkit_parse_int(key, value, &zp.level);
+	} else if (!strcmp(key, "recomp_level")) {
+		zp.recomp_level_given = true;
+		return nbdkit_parse_int(key, value, &zp.recomp_level);
 	} else if (!strcmp(key, "recomp_algorithm")) {
 		if (!zpool_has_compressor(value)) {
 			nbdkit_error("recomp_algorithm: '%s' is not built in (lz4, lz4hc%s)", value,
@@ -256,6 +263,10 @@ static int on_config_complete(void)
 		nbdkit_error("recompress= needs recomp_algorithm=");
 		return -1;
 	}
+	if (zp.recomp_level_given && !zp.recomp_algorithm) {
+		nbdkit_error("recomp_level= needs recomp_algorithm=");
+		return -1;
+	}
 	if (zp.idle_given && !zp.backing_path && !zp.recomp_algorithm) {
 		nbdkit_error("idle_secs= needs backing_dev= or recomp_algorithm=");
 		return -1;
@@ -293,6 +304,7 @@ static int on_config_complete(void)
 #define CONFIG_HELP \
 	"size=<SIZE>         (required) size of the disk\n" \
 	"algorithm=<NAME>    lz4 (default), lz4hc, or zstd where built\n" \
+	"level=<N>           algorithm's level (lz4: acceleration); 0: default\n" \
 	"mem_limit=<SIZE>    most memory the data may use; 0 for none\n" \
 	"stripes=<N>         spread the disk over N zram devices (1 to 64)\n" \
 	"chunk=<SIZE>        stripe chunk, a power of two of at least a page (64K)\n" \
@@ -301,6 +313,7 @@ static int on_config_complete(void)
 	"compact_secs=<N>    compact every N seconds if data changed (60; 0: never)\n" \
 	"stats=<FILE>        keep zram's mm_stat and io_stat in FILE\n" \
 	"recomp_algorithm=<NAME> recompress pages with NAME every idle_secs\n" \
+	"recomp_level=<N>    recomp_algorithm's level; 0: default\n" \
 	"recompress=<TYPE>   idle (default), huge, huge_idle, all, none\n" \
 	"backing_dev=<PATH>  file or block device that zram writes pages back to\n" \
 	"writeback=<MODE>    idle (default), huge, huge_idle, incompressible, all, none\n" \
@@ -407,6 +420,47 @@ static void detach_backing(struct zram *z)
 }
 
 /*
+ * @level at @prio of @z, where @key= named it for @algorithm: 0, or -1
+ * with the error reported.  The ranges are zpool.h's; zram refuses any
+ * other level with EINVAL.
+ */
+static int set_level(struct zram *z, unsigned int prio, int level, const char *key,
+		     const char *algorithm)
+{
+	int ret = level ? zram_set_algorithm_params(z, prio, level, NULL, 0) : 0;
+
+	if (ret == -EINVAL)
+		nbdkit_error("%s: %d is out of %s's range (lz4: 1 to 65537, lz4hc: 1 to 12, "
+			     "zstd: -7 to 22)", key, level, algorithm);
+	else if (ret)
+		nbdkit_error("%s: cannot set %d: %s", key, level, strerror(-ret));
+	return ret ? -1 : 0;
+}
+
+/*
+ * level=, recomp_algorithm= and recomp_level= on @z, as zram's
+ * algorithm_params and recomp_algorithm files: 0, or -1 with the error
+ * reported.  The level is set once the device is made, not in its config,
+ * so that a level out of range is told apart from a size zram refuses.
+ */
+static int set_algorithms(struct zram *z)
+{
+	int ret;
+
+	if (set_level(z, 0, zp.level, "level", zp.algorithm ? zp.algorithm : "lz4"))
+		return -1;
+	if (!zp.recomp_algorithm)
+		return 0;
+	ret = zram_set_recomp_algorithm(z, zp.recomp_algorithm, 1);
+	if (ret) {
+		nbdkit_error("recomp_algorithm: cannot set %s: %s", zp.recomp_algorithm,
+			     strerror(-ret));
+		return -1;
+	}
+	return set_level(z, 1, zp.recomp_level, "recomp_level", zp.recomp_algorithm);
+}
+
+/*
  * The devices are made after nbdkit forks (into the background, or to run
  * --run's command), in the process that serves: made before, they would be
  * copied into a process that exits without unloading the plugin.  Here, in
@@ -425,8 +479,9 @@ static int on_get_ready(void)
 		create_error(&cfg);
 		return -1;
 	}
-	/* The backing disk is tried on this device too, and dropped with it. */
-	if (zp.backing_path && (open_backing() || attach_backing(z))) {
+	/* The levels and the backing disk are tried on this device too, and
+	 * dropped with it. */
+	if (set_algorithms(z) || (zp.backing_path && (open_backing() || attach_backing(z)))) {
 		detach_backing(z);
 		zram_destroy(z);
 		return -1;
@@ -441,7 +496,6 @@ static int make_devices(void)
 	struct zram_config cfg = ZRAM_CONFIG_INIT;
 	struct gendisk *children[MAX_STRIPES];
 	unsigned int k;
-	int ret;
 
 	device_config(&cfg);
 	for (k = 0; k < zp.n; k++) {
@@ -451,13 +505,8 @@ static int make_devices(void)
 			return -1;
 		}
 		children[k] = zram_disk(zp.zram[k]);
-		ret = zp.recomp_algorithm ?
-			      zram_set_recomp_algorithm(zp.zram[k], zp.recomp_algorithm, 1) : 0;
-		if (ret) {
-			nbdkit_error("recomp_algorithm: cannot set %s: %s", zp.recomp_algorithm,
-				     strerror(-ret));
+		if (set_algorithms(zp.zram[k]))
 			return -1;
-		}
 	}
 	if (zp.n == 1) {
 		zp.top = children[0];
