@@ -3,11 +3,11 @@
 # nbdkit-zram-plugin against nbdkit's memory plugin (allocator=sparse:
 # uncompressed; allocator=zstd), all serving a disk the corpus's size over a
 # Unix socket (zram_zstd_mp: zstd with multi_page=on; zram_tier: lz4 for
-# writes, with pages idle for 2 s recompressed with zstd in groups, the
-# memory counted 8 s after the copy, once they went idle), and nbdkit's null
-# plugin as the floor: it stores nothing and reads zeros, so its IOPS are what
-# nbdkit, the socket and fio allow on this machine with no data work at all,
-# the most any server here could reach.  For each (but the floor): the
+# writes, with pages idle for 2 s recompressed with zstd at level 9 in
+# groups, the memory counted 8 s after the copy, once they went idle), and
+# nbdkit's null plugin as the floor: it stores nothing and reads zeros, so
+# its IOPS are what nbdkit, the socket and fio allow on this machine with no
+# data work at all, the most any server here could reach.  For each (but the floor): the
 # memory that holding the corpus costs (VmRSS growth, by
 # bench/nbdkit_memory.sh); then, with all the servers up at once
 # and each holding the corpus, fio's nbd engine on each in turn: 4 KiB
@@ -53,7 +53,7 @@ servers=(
 	"zram_lz4 $PLUGIN algorithm=lz4"
 	"zram_zstd $PLUGIN algorithm=zstd"
 	"zram_zstd_mp $PLUGIN algorithm=zstd multi_page=on"
-	"zram_tier $PLUGIN algorithm=lz4 recomp_algorithm=zstd multi_page=on idle_secs=2"
+	"zram_tier $PLUGIN algorithm=lz4 recomp_algorithm=zstd recomp_level=9 multi_page=on idle_secs=2"
 	"memory_sparse memory allocator=sparse"
 	"memory_zstd memory allocator=zstd"
 	"floor null"
