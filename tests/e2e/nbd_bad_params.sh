@@ -38,6 +38,16 @@ refused "level: -1 is out of lz4's range $RANGES" size=64M level=-1
 refused "level: 13 is out of lz4hc's range $RANGES" size=64M algorithm=lz4hc level=13
 refused "level: could not parse number: \"3x\": trailing garbage" size=64M level=3x
 refused "recomp_level= needs recomp_algorithm=" size=64M recomp_level=9
+: >"$WORK/empty"
+head -c $((1024 * 1024 + 1)) /dev/zero >"$WORK/big"
+head -c 4096 /dev/urandom >"$WORK/dict"
+refused "dict: cannot open $WORK/none: No such file or directory" size=64M dict="$WORK/none"
+refused "dict: $WORK/empty must be a file of 1 byte to 1 MiB" size=64M dict="$WORK/empty"
+refused "dict: $WORK/big must be a file of 1 byte to 1 MiB" size=64M dict="$WORK/big"
+refused "dict: $WORK must be a file of 1 byte to 1 MiB" size=64M dict="$WORK"
+refused "recomp_dict= needs recomp_algorithm=" size=64M recomp_dict="$WORK/dict"
+refused "recomp_dict: $WORK/empty must be a file of 1 byte to 1 MiB" \
+	size=64M recomp_algorithm=lz4hc recomp_dict="$WORK/empty"
 refused "recomp_level: 13 is out of lz4hc's range $RANGES" \
 	size=64M recomp_algorithm=lz4hc recomp_level=13
 refused "stripes must be 1 to 64, not 0" size=64M stripes=0
@@ -85,9 +95,16 @@ size_is $((2 * PAGE)) size=$((PAGE + 1))
 size_is $((6 * 65536)) size=$((3 * 65536 + 1)) stripes=3
 size_is $((64 << 20)) size=64M stripes=4 chunk=1M mem_limit=1M checksum=on multi_page=on compact_secs=0
 size_is $((64 << 20)) size=64M level=65537 recomp_algorithm=lz4hc recomp_level=12
+size_is $((64 << 20)) size=64M dict="$WORK/dict" recomp_algorithm=lz4hc recomp_dict="$WORK/dict"
 size_is $((64 << 20)) size=64M stripes=2 algorithm=lz4hc level=1 recomp_algorithm=lz4hc recomp_level=1
 if grep -q 'zram_algorithms=.*zstd' "$WORK/dump"; then
 	refused "level: 23 is out of zstd's range $RANGES" size=64M algorithm=zstd level=23
 	refused "level: -8 is out of zstd's range $RANGES" size=64M algorithm=zstd level=-8
 	size_is $((64 << 20)) size=64M algorithm=zstd level=-7 recomp_algorithm=zstd recomp_level=22
+	# zstd's dictionary magic before bytes that are no dictionary.
+	{ printf '\067\244\060\354'; head -c 2000 /dev/urandom; } >"$WORK/baddict"
+	refused "dict: zstd refuses $WORK/baddict as a dictionary" \
+		size=64M algorithm=zstd dict="$WORK/baddict"
+	refused "recomp_dict: zstd refuses $WORK/baddict as a dictionary" \
+		size=64M recomp_algorithm=zstd recomp_dict="$WORK/baddict"
 fi

@@ -2,9 +2,10 @@
 /*
  * nbdkit-zram-plugin: libzpool's zram device served over NBD.
  *
- *   nbdkit zram size=SIZE [algorithm=NAME] [level=N] [mem_limit=SIZE] [stripes=N]
- *               [chunk=SIZE] [checksum=BOOL] [multi_page=BOOL] [compact_secs=N]
- *               [stats=FILE] [recomp_algorithm=NAME [recomp_level=N] [recompress=TYPE]]
+ *   nbdkit zram size=SIZE [algorithm=NAME] [level=N] [dict=FILE] [mem_limit=SIZE]
+ *               [stripes=N] [chunk=SIZE] [checksum=BOOL] [multi_page=BOOL]
+ *               [compact_secs=N] [stats=FILE] [recomp_algorithm=NAME [recomp_level=N]
+ *               [recomp_dict=FILE] [recompress=TYPE]]
  *               [backing_dev=PATH [writeback=MODE]] [idle_secs=N]
  *
  * Every NBD request becomes one bio over nbdkit's own buffer, submitted to
@@ -49,11 +50,22 @@
  */
 #define EXTENT_CHUNKS 65536
 
+/* The largest dictionary zram_set_algorithm_params() takes. */
+#define MAX_DICT (1u << 20)
+
+/* dict= or recomp_dict=: the file, and its bytes once read. */
+struct dict {
+	char *path;
+	void *data;
+	size_t len;
+};
+
 static struct {
 	/* parameters */
 	uint64_t size, mem_limit, chunk;
 	const char *algorithm;
 	int level, recomp_level;	/* 0: the algorithm's default */
+	struct dict dict, recomp_dict;
 	unsigned int n;
 	bool checksum, multi_page;
 	char *stats_path;
@@ -166,6 +178,13 @@ static int on_config(const char *key, const char *value)
 	} else if (!strcmp(key, "recomp_level")) {
 		zp.recomp_level_given = true;
 		return nbdkit_parse_int(key, value, &zp.recomp_level);
+	} else if (!strcmp(key, "dict") || !strcmp(key, "recomp_dict")) {
+		struct dict *d = key[0] == 'd' ? &zp.dict : &zp.recomp_dict;
+
+		free(d->path);
+		d->path = nbdkit_absolute_path(value);
+		if (!d->path)
+			return -1;
 	} else if (!strcmp(key, "recomp_algorithm")) {
 		if (!zpool_has_compressor(value)) {
 			nbdkit_error("recomp_algorithm: '%s' is not built in (lz4, lz4hc%s)", value,
@@ -247,6 +266,51 @@ static int on_config(const char *key, const char *value)
 	return 0;
 }
 
+/*
+ * @d's file, read whole in the foreground, where a bad one is reported to
+ * the user; the bytes stay for the devices made after nbdkit forks.
+ */
+static int read_dict(struct dict *d, const char *key)
+{
+	struct stat st;
+	ssize_t n = 0;
+	size_t got;
+	int fd;
+
+	if (!d->path)
+		return 0;
+	fd = open(d->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st)) {
+		nbdkit_error("%s: cannot open %s: %m", key, d->path);
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode) || !st.st_size || (uint64_t)st.st_size > MAX_DICT) {
+		nbdkit_error("%s: %s must be a file of 1 byte to 1 MiB", key, d->path);
+		goto fail;
+	}
+	d->data = malloc((size_t)st.st_size);
+	if (!d->data) {
+		nbdkit_error("%s: %m", key);
+		goto fail;
+	}
+	for (got = 0; got < (size_t)st.st_size; got += (size_t)n) {
+		n = read(fd, (char *)d->data + got, (size_t)st.st_size - got);
+		if (n <= 0) {
+			if (!n)
+				errno = EIO; /* shrank while read */
+			nbdkit_error("%s: cannot read %s: %m", key, d->path);
+			goto fail;
+		}
+	}
+	d->len = got;
+	close(fd);
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
 static int on_config_complete(void)
 {
 	uint64_t per;
@@ -267,6 +331,12 @@ static int on_config_complete(void)
 		nbdkit_error("recomp_level= needs recomp_algorithm=");
 		return -1;
 	}
+	if (zp.recomp_dict.path && !zp.recomp_algorithm) {
+		nbdkit_error("recomp_dict= needs recomp_algorithm=");
+		return -1;
+	}
+	if (read_dict(&zp.dict, "dict") || read_dict(&zp.recomp_dict, "recomp_dict"))
+		return -1;
 	if (zp.idle_given && !zp.backing_path && !zp.recomp_algorithm) {
 		nbdkit_error("idle_secs= needs backing_dev= or recomp_algorithm=");
 		return -1;
@@ -305,6 +375,7 @@ static int on_config_complete(void)
 	"size=<SIZE>         (required) size of the disk\n" \
 	"algorithm=<NAME>    lz4 (default), lz4hc, or zstd where built\n" \
 	"level=<N>           algorithm's level (lz4: acceleration); 0: default\n" \
+	"dict=<FILE>         algorithm's dictionary (zstd's, or raw content)\n" \
 	"mem_limit=<SIZE>    most memory the data may use; 0 for none\n" \
 	"stripes=<N>         spread the disk over N zram devices (1 to 64)\n" \
 	"chunk=<SIZE>        stripe chunk, a power of two of at least a page (64K)\n" \
@@ -314,6 +385,7 @@ static int on_config_complete(void)
 	"stats=<FILE>        keep zram's mm_stat and io_stat in FILE\n" \
 	"recomp_algorithm=<NAME> recompress pages with NAME every idle_secs\n" \
 	"recomp_level=<N>    recomp_algorithm's level; 0: default\n" \
+	"recomp_dict=<FILE>  recomp_algorithm's dictionary\n" \
 	"recompress=<TYPE>   idle (default), huge, huge_idle, all, none\n" \
 	"backing_dev=<PATH>  file or block device that zram writes pages back to\n" \
 	"writeback=<MODE>    idle (default), huge, huge_idle, incompressible, all, none\n" \
@@ -420,34 +492,44 @@ static void detach_backing(struct zram *z)
 }
 
 /*
- * @level at @prio of @z, where @key= named it for @algorithm: 0, or -1
- * with the error reported.  The ranges are zpool.h's; zram refuses any
- * other level with EINVAL.
+ * @level and @d at @prio of @z, as one algorithm_params line, where @key=
+ * named the level for @algorithm: 0, or -1 with the error reported.  The
+ * level goes first, alone, so that zram's EINVAL says which was refused.
+ * The ranges are zpool.h's.
  */
-static int set_level(struct zram *z, unsigned int prio, int level, const char *key,
-		     const char *algorithm)
+static int set_params(struct zram *z, unsigned int prio, int level, const struct dict *d,
+		      const char *key, const char *algorithm)
 {
 	int ret = level ? zram_set_algorithm_params(z, prio, level, NULL, 0) : 0;
 
-	if (ret == -EINVAL)
+	if (ret == -EINVAL) {
 		nbdkit_error("%s: %d is out of %s's range (lz4: 1 to 65537, lz4hc: 1 to 12, "
 			     "zstd: -7 to 22)", key, level, algorithm);
+		return -1;
+	}
+	if (!ret && d->len)
+		ret = zram_set_algorithm_params(z, prio, level, d->data, d->len);
+	if (ret == -EINVAL)
+		nbdkit_error("%s: %s refuses %s as a dictionary", prio ? "recomp_dict" : "dict",
+			     algorithm, d->path);
 	else if (ret)
-		nbdkit_error("%s: cannot set %d: %s", key, level, strerror(-ret));
+		nbdkit_error("%s: %s", d->len ? (prio ? "recomp_dict" : "dict") : key,
+			     strerror(-ret));
 	return ret ? -1 : 0;
 }
 
 /*
- * level=, recomp_algorithm= and recomp_level= on @z, as zram's
- * algorithm_params and recomp_algorithm files: 0, or -1 with the error
- * reported.  The level is set once the device is made, not in its config,
- * so that a level out of range is told apart from a size zram refuses.
+ * level=, dict=, recomp_algorithm=, recomp_level= and recomp_dict= on @z,
+ * as zram's algorithm_params and recomp_algorithm files: 0, or -1 with the
+ * error reported.  They are set once the device is made, not in its
+ * config, so that a level out of range is told apart from a size zram
+ * refuses.
  */
 static int set_algorithms(struct zram *z)
 {
 	int ret;
 
-	if (set_level(z, 0, zp.level, "level", zp.algorithm ? zp.algorithm : "lz4"))
+	if (set_params(z, 0, zp.level, &zp.dict, "level", zp.algorithm ? zp.algorithm : "lz4"))
 		return -1;
 	if (!zp.recomp_algorithm)
 		return 0;
@@ -457,7 +539,8 @@ static int set_algorithms(struct zram *z)
 			     strerror(-ret));
 		return -1;
 	}
-	return set_level(z, 1, zp.recomp_level, "recomp_level", zp.recomp_algorithm);
+	return set_params(z, 1, zp.recomp_level, &zp.recomp_dict, "recomp_level",
+			  zp.recomp_algorithm);
 }
 
 /*
@@ -770,6 +853,10 @@ static void on_unload(void)
 		close(zp.backing_fd);
 	free(zp.stats_path);
 	free(zp.backing_path);
+	free(zp.dict.path);
+	free(zp.dict.data);
+	free(zp.recomp_dict.path);
+	free(zp.recomp_dict.data);
 }
 
 /* ---- connections ---- */
