@@ -6,8 +6,8 @@
 # default, and with zstd (lz4hc where zstd is not built) at level 12 smaller
 # than at its lowest (the higher ones only cost time); the recompression
 # tier at recomp_level=12 ends smaller than at the lowest.  Then pages cut
-# from 64 KiB of random bytes, stored raw without a dictionary, shrink to a
-# small fraction with those bytes as dict= (every algorithm, page by page
+# from 64 KiB of random bytes, stored raw without a dictionary, shrink to
+# under a quarter with those bytes as dict= (every algorithm, page by page
 # and in groups) or as recomp_dict= once recompressed.  Every disk reads
 # back identical.
 . "$(dirname "$0")/nbd_lib.sh"
@@ -63,16 +63,21 @@ tier_low=$(stored "${tier[@]}" recomp_level="$LOW")
 tier_high=$(stored "${tier[@]}" recomp_level="$HIGH")
 smaller "$tier_high" "$tier_low" "recomp_level=$HIGH against recomp_level=$LOW"
 
-# Dictionaries: 4 MiB of pages, each 4 KiB of the dictionary's 64 KiB of
-# random bytes at its own offset.  What no algorithm can shrink alone, each
-# stores in under a tenth with the dictionary: every page is in it.
-python3 -c 'import os, sys
-r = os.urandom(65536)
+# Dictionaries: 4 MiB of 4 KiB slices of the dictionary's 64 KiB of random
+# bytes.  What no algorithm can shrink alone, each stores in under a
+# quarter with the dictionary.  lz4 and
+# lz4hc reach back at most 65,535 bytes, so a slice deeper into a page
+# (with 16 and 64 KiB pages) is cut from far enough into the dictionary
+# to be within reach.
+PAGE=$(awk -F= '$1 == "zram_page_size" {print $2}' "$WORK/dump")
+python3 -c 'import os, random, sys
+r, rng, page = os.urandom(65536), random.Random(1), int(sys.argv[3])
 open(sys.argv[1], "wb").write(r)
 with open(sys.argv[2], "wb") as f:
     for i in range(1024):
-        o = (i * 4103) % (65536 - 4096)
-        f.write(r[o:o + 4096])' "$WORK/dict" "$WORK/cut"
+        lo = min(4096 * (i % (page // 4096)) + 1, 65536 - 4096)
+        o = rng.randrange(lo, 65536 - 4096 + 1)
+        f.write(r[o:o + 4096])' "$WORK/dict" "$WORK/cut" "$PAGE"
 mv "$WORK/cut" "$WORK/corpus"
 SIZE=$(stat -c %s "$WORK/corpus")
 orig=
@@ -80,8 +85,8 @@ raw=$(stored algorithm=lz4)
 for algorithm in lz4 lz4hc $(grep -q 'zram_algorithms=.*zstd' "$WORK/dump" && echo zstd); do
 	for mp in off on; do
 		smaller "$(stored algorithm="$algorithm" dict="$WORK/dict" multi_page=$mp)" \
-			$((raw / 10)) "$algorithm with the dictionary, multi_page=$mp"
+			$((raw / 4)) "$algorithm with the dictionary, multi_page=$mp"
 	done
 done
 smaller "$(stored algorithm=lz4 recomp_algorithm="$STRONG" recomp_dict="$WORK/dict" \
-	recompress=all idle_secs=1)" $((raw / 10)) "recompressed with $STRONG and recomp_dict="
+	recompress=all idle_secs=1)" $((raw / 4)) "recompressed with $STRONG and recomp_dict="
