@@ -65,10 +65,9 @@ smaller "$tier_high" "$tier_low" "recomp_level=$HIGH against recomp_level=$LOW"
 
 # Dictionaries: 4 MiB of 4 KiB slices of the dictionary's 64 KiB of random
 # bytes.  What no algorithm can shrink alone, each stores in under a
-# quarter with the dictionary.  lz4 and
-# lz4hc reach back at most 65,535 bytes, so a slice deeper into a page
-# (with 16 and 64 KiB pages) is cut from far enough into the dictionary
-# to be within reach.
+# quarter with the dictionary.  lz4 and lz4hc reach back at most 65,535
+# bytes, so a slice deeper into a page (with 16 and 64 KiB pages) is cut
+# from far enough into the dictionary to be within reach.
 PAGE=$(awk -F= '$1 == "zram_page_size" {print $2}' "$WORK/dump")
 python3 -c 'import os, random, sys
 r, rng, page = os.urandom(65536), random.Random(1), int(sys.argv[3])
