@@ -562,8 +562,8 @@ static int on_get_ready(void)
 		create_error(&cfg);
 		return -1;
 	}
-	/* The levels and the backing disk are tried on this device too, and
-	 * dropped with it. */
+	/* The algorithms' levels and dictionaries and the backing disk are
+	 * tried on this device too, and dropped with it. */
 	if (set_algorithms(z) || (zp.backing_path && (open_backing() || attach_backing(z)))) {
 		detach_backing(z);
 		zram_destroy(z);
