@@ -274,6 +274,9 @@ struct zpool {
 	atomic_uint_fast64_t huge_pages;
 	atomic_uint_fast64_t huge_since;
 	atomic_uint_fast64_t pages_compacted;
+	/* Handle-table entries compaction has read: its cost, which the unit
+	 * tests bound by count rather than by a clock. */
+	atomic_uint_fast64_t compact_reads;
 	size_t self_bytes;	 /* pages holding this struct */
 	struct zp_codecs *codecs; /* compress.c's codecs by id; heap */
 	bool own_source;	 /* the default mmap source, made by the pool */

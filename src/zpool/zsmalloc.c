@@ -452,6 +452,7 @@ struct compact_pass {
 	struct zpool *pool;
 	step_fn step;
 	uint64_t pending;	/* objects left to move, all classes */
+	uint64_t reads;		/* table entries read */
 	uint64_t active[(ZP_NR_CLASSES + 63) / 64]; /* by storage index */
 };
 
@@ -485,6 +486,7 @@ static bool pass_visit(_Atomic(uint64_t) *slotp, uint64_t e, void *arg)
 	struct size_class *c;
 	size_t i;
 
+	p->reads++;
 	if (zp_entry_tag(e) != ZP_TAG_OBJ)
 		return true;
 	c = p->pool->classes[zp_entry_class(e)];
@@ -510,6 +512,7 @@ static void pass_run(struct compact_pass *p)
 {
 	if (p->pending)
 		zpool__table_for_each(&p->pool->handles, pass_visit, p);
+	atomic_fetch_add_explicit(&p->pool->compact_reads, p->reads, memory_order_relaxed);
 }
 
 /* Trimming: an object above its zspage's new end moves into a hole below. */
