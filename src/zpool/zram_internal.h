@@ -25,6 +25,14 @@
  */
 #define ZRAM_WB (1u << 2)
 #define ZRAM_UNDER_WB (1u << 3)
+/*
+ * ZRAM_WB_CLAIM: a writeback run has a write of the page in flight.  Unlike
+ * ZRAM_UNDER_WB, only that run clears it, when the write completes, so no
+ * second run can take the page meanwhile: it would set ZRAM_UNDER_WB again
+ * for the new contents, and the first run's completion would take that
+ * for its own and put the old contents' block in the slot.
+ */
+#define ZRAM_WB_CLAIM (1u << 4)
 
 /*
  * Recompression's bits (zram_recompress.c).  ZRAM_INCOMPRESSIBLE: no

@@ -558,6 +558,7 @@ static void refund(struct zram__wb *wb, struct wb_req *q)
  * The write of @q is done.  The page leaves memory only if the write
  * succeeded and nothing replaced it meanwhile (slot_swap() clears
  * ZRAM_UNDER_WB); otherwise the block goes back and memory keeps the page.
+ * Either way the run gives up its claim on the slot.
  */
 static void complete_req(struct wb_run *run, struct wb_req *q)
 {
@@ -571,18 +572,20 @@ static void complete_req(struct wb_run *run, struct wb_req *q)
 	slot_lock(s);
 	f = atomic_load_explicit(&s->flags, memory_order_relaxed);
 	if (q->status) {
-		atomic_fetch_and_explicit(&s->flags, ~ZRAM_UNDER_WB, memory_order_relaxed);
+		atomic_fetch_and_explicit(&s->flags, ~(ZRAM_UNDER_WB | ZRAM_WB_CLAIM),
+					  memory_order_relaxed);
 		block_release(wb, q->hblk);
 		refund(wb, q);
 		atomic_fetch_add(&z->failed_writes, 1);
 		run->err = -EIO;
 	} else if (!(f & ZRAM_UNDER_WB)) {
+		atomic_fetch_and_explicit(&s->flags, ~ZRAM_WB_CLAIM, memory_order_relaxed);
 		block_release(wb, q->hblk);
 	} else {
 		old = s->handle;
 		s->handle = q->hblk;
 		atomic_fetch_or_explicit(&s->flags, ZRAM_WB, memory_order_relaxed);
-		atomic_fetch_and_explicit(&s->flags, ~(ZRAM_UNDER_WB | ZRAM_IDLE),
+		atomic_fetch_and_explicit(&s->flags, ~(ZRAM_UNDER_WB | ZRAM_WB_CLAIM | ZRAM_IDLE),
 					  memory_order_relaxed);
 		atomic_fetch_add(&z->wb_pages, 1);
 		run->written++;
@@ -656,7 +659,7 @@ static int select_page(struct zram *z, struct zram_slot *s, enum zram_wb_mode mo
 	slot_lock(s);
 	f = atomic_load_explicit(&s->flags, memory_order_relaxed);
 	h = s->handle;
-	if (!h || (f & (ZRAM_WB | ZRAM_UNDER_WB)))
+	if (!h || (f & (ZRAM_WB | ZRAM_UNDER_WB | ZRAM_WB_CLAIM)))
 		goto out;
 	if ((mode & ZRAM_WB_IDLE) && !(f & ZRAM_IDLE))
 		goto out;
@@ -694,7 +697,7 @@ static int select_page(struct zram *z, struct zram_slot *s, enum zram_wb_mode mo
 		refund(wb, q);
 		goto out;
 	}
-	atomic_fetch_or_explicit(&s->flags, ZRAM_UNDER_WB, memory_order_relaxed);
+	atomic_fetch_or_explicit(&s->flags, ZRAM_UNDER_WB | ZRAM_WB_CLAIM, memory_order_relaxed);
 	q->handle = h;
 	ret = 0;
 out:
@@ -708,7 +711,8 @@ static void unselect(struct zram *z, struct wb_req *q)
 	struct zram_slot *s = zram__slot_get(z, q->index, false);
 
 	slot_lock(s);
-	atomic_fetch_and_explicit(&s->flags, ~ZRAM_UNDER_WB, memory_order_relaxed);
+	atomic_fetch_and_explicit(&s->flags, ~(ZRAM_UNDER_WB | ZRAM_WB_CLAIM),
+				  memory_order_relaxed);
 	slot_unlock(s);
 	block_release(z->wb, q->hblk);
 	refund(z->wb, q);

@@ -498,6 +498,73 @@ START_TEST(test_overwrite_in_flight)
 }
 END_TEST
 
+struct second_run {
+	struct zram *z;
+	atomic_bool done;
+	int64_t ret;
+};
+
+static void *second_writeback(void *arg)
+{
+	struct second_run *r = arg;
+
+	r->ret = zram_writeback(r->z, ZRAM_WB_ALL, 0, 1);
+	atomic_store(&r->done, true);
+	return NULL;
+}
+
+/*
+ * A second writeback run while the first's write of a page is in flight,
+ * the page overwritten in between: the second must leave the page alone.
+ * It used to take it (the overwrite had cleared the mark that it was being
+ * written back, and the second run set it again), and the first run's
+ * completion then took that mark for its own and put the old contents'
+ * block in the slot: the overwrite was lost, and reads returned old data.
+ */
+START_TEST(test_second_run_while_in_flight)
+{
+	static unsigned char model[NP][PG];
+	struct tdisk *t = tdisk_new(64, true);
+	struct zram *z = new_zram(NP, t->disk);
+	struct second_run r = { .z = z, .done = false, .ret = -1 };
+	pthread_t first, second;
+	void *ret;
+	int waited, n;
+
+	fill(z, model, 14);
+	atomic_store(&t->hold, true);
+	ck_assert_int_eq(pthread_create(&first, NULL, writeback_page0, z), 0);
+	while (!atomic_load(&t->inflight))
+		usleep(100);
+	make_page(model[0], PAGE_TEXT, 4343, 0);
+	ck_assert_int_eq(zram_io(z, REQ_OP_WRITE, 0, model[0], PG), 0);
+	ck_assert_int_eq(pthread_create(&second, NULL, second_writeback, &r), 0);
+	/* The second run has nothing it may write: it returns while the disk
+	 * still holds the first's write.  A second write in flight is the bug. */
+	for (waited = 0; !atomic_load(&r.done) && waited < 10000; waited++) {
+		n = atomic_load(&t->inflight);
+		ck_assert_msg(n == 1, "a second run took the page the first still writes: %d in flight",
+			      n);
+		usleep(1000);
+	}
+	ck_assert_msg(atomic_load(&r.done), "the second run waited for the first's write");
+	atomic_store(&t->hold, false);
+	pthread_join(first, &ret);
+	pthread_join(second, NULL);
+	ck_assert_int_eq((intptr_t)ret, 0);
+	ck_assert_int_eq(r.ret, 0);
+	ck_assert(!page_on_backing(z, 0));
+	check_bd(z, 0, 0, 1);
+	check_all(z, model, NP);
+	/* The claim is gone with the first run: the page can be written back now. */
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, 1), 1);
+	ck_assert(page_on_backing(z, 0));
+	check_all(z, model, NP);
+	zram_destroy(z);
+	tdisk_free(t);
+}
+END_TEST
+
 struct reader {
 	struct zram *z;
 	unsigned char *buf;
@@ -969,6 +1036,7 @@ int main(void)
 {
 	const TTest *const device[] = { test_modes, test_enospc, test_limit, test_backing_rules,
 					test_file_disk, test_batch, test_wait_sleeps, test_overwrite_in_flight,
+					test_second_run_while_in_flight,
 					test_block_pinned_while_read, test_multi_incompressible, NULL };
 	/* _i = 0: a disk that completes inside submit_bio; 1: on its own thread. */
 	const TTest *const both[] = { test_partial_io, test_backing_fails, test_reset, test_race,
