@@ -256,8 +256,16 @@ static int recompress_one(struct zram *z, struct scan *sc, unsigned int lo,
 		slot_unlock(s);
 		return 0;
 	}
-	f = atomic_load_explicit(&s->flags, memory_order_relaxed);
+	/*
+	 * A page of a group alone has no class of its own to beat.  Asked
+	 * here, under the lock: the handle the scan saw may be freed by now.
+	 */
 	cls = zpool__obj_class_size(z->pool, cd->handle);
+	if (!cls) {
+		slot_unlock(s);
+		return 0;
+	}
+	f = atomic_load_explicit(&s->flags, memory_order_relaxed);
 	if (zpool_load(z->pool, cd->handle, page)) {
 		slot_unlock(s); /* a corrupt page stays as it is, for its reader to see */
 		return 0;
@@ -394,10 +402,7 @@ static void try_pages(struct zram *z, struct scan *sc, const struct cand *cd, un
 	ret = nr > 1 ? recompress_run(z, sc, sc->lo, cd, nr, sc->buf) : 0;
 	if (ret > 0)
 		sc->done += ret;
-	/* A page of a group alone has no class of its own to beat. */
 	for (i = 0; !ret && i < nr; i++) {
-		if (!zpool__obj_class_size(z->pool, cd[i].handle))
-			continue;
 		ret = recompress_one(z, sc, sc->lo, &cd[i], sc->buf);
 		if (ret > 0)
 			sc->done += ret;
