@@ -88,8 +88,12 @@ static struct {
 	struct gendisk *backing;
 	int wb_last_err;	/* reported once until it changes */
 	int recomp_last_err;	/* likewise */
-	/* serialises read-modify-writes of partial sectors */
-	pthread_mutex_t rmw;
+	/*
+	 * Held for writing across a read-modify-write of partial sectors, for
+	 * reading by every other request that changes the disk: a sector's
+	 * read, patch and write back see no other write in between.
+	 */
+	pthread_rwlock_t rmw;
 	/* the statistics file's writer */
 	pthread_t stats_thread;
 	bool stats_running, stopping;
@@ -104,7 +108,12 @@ static struct {
 	.idle_secs = 60,
 	.compact_secs = 60,
 	.backing_fd = -1,
-	.rmw = PTHREAD_MUTEX_INITIALIZER,
+#ifdef PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP
+	/* A rare partial write must not wait out a stream of whole ones. */
+	.rmw = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP,
+#else
+	.rmw = PTHREAD_RWLOCK_INITIALIZER,
+#endif
 	.stats_lock = PTHREAD_MUTEX_INITIALIZER,
 	.stats_wake = PTHREAD_COND_INITIALIZER,
 };
@@ -947,10 +956,25 @@ static int submit(blk_opf_t op, uint64_t off, void *buf, uint32_t len)
 }
 
 /*
+ * A request that changes whole sectors: it may run beside any other but a
+ * read-modify-write, which would write back the old bytes over its own.
+ */
+static int submit_change(blk_opf_t op, uint64_t off, void *buf, uint32_t len)
+{
+	int ret;
+
+	pthread_rwlock_rdlock(&zp.rmw);
+	ret = submit(op, off, buf, len);
+	pthread_rwlock_unlock(&zp.rmw);
+	return ret;
+}
+
+/*
  * Bytes not on sector boundaries: the sectors around them are read into a
- * bounce buffer, patched and written back, under one lock so that two
- * partial writes into one sector keep each other's bytes.  @src NULL writes
- * zeroes.  Rare: every client this was tried with sends whole sectors.
+ * bounce buffer, patched and written back, alone: a write of the same
+ * sectors between the read and the write back would be undone, and so
+ * would another partial write's bytes.  @src NULL writes zeroes.  Rare:
+ * every client this was tried with sends whole sectors.
  */
 static int partial(void *dst, const void *src, uint32_t len, uint64_t off, blk_opf_t flags)
 {
@@ -964,18 +988,23 @@ static int partial(void *dst, const void *src, uint32_t len, uint64_t off, blk_o
 		nbdkit_set_error(ENOMEM);
 		return -1;
 	}
-	pthread_mutex_lock(&zp.rmw);
+	if (dst) {
+		ret = submit(REQ_OP_READ, first, bounce, (uint32_t)span);
+		if (!ret)
+			memcpy(dst, bounce + (off - first), len);
+		free(bounce);
+		return ret;
+	}
+	pthread_rwlock_wrlock(&zp.rmw);
 	ret = submit(REQ_OP_READ, first, bounce, (uint32_t)span);
-	if (!ret && dst) {
-		memcpy(dst, bounce + (off - first), len);
-	} else if (!ret) {
+	if (!ret) {
 		if (src)
 			memcpy(bounce + (off - first), src, len);
 		else
 			memset(bounce + (off - first), 0, len);
 		ret = submit(REQ_OP_WRITE | flags, first, bounce, (uint32_t)span);
 	}
-	pthread_mutex_unlock(&zp.rmw);
+	pthread_rwlock_unlock(&zp.rmw);
 	free(bounce);
 	return ret;
 }
@@ -1007,7 +1036,7 @@ static int on_pwrite(void *handle, const void *buf, uint32_t count, uint64_t off
 	if (!aligned(count, offset))
 		return partial(NULL, buf, count, offset, fua(flags));
 	/* The device only reads a write's pages: nbdkit's buffer stays as it is. */
-	return submit(REQ_OP_WRITE | fua(flags), offset, (void *)buf, count);
+	return submit_change(REQ_OP_WRITE | fua(flags), offset, (void *)buf, count);
 }
 
 /* A flush, as Linux spells it: an empty write with REQ_PREFLUSH. */
@@ -1030,7 +1059,7 @@ static int on_trim(void *handle, uint32_t count, uint64_t offset, uint32_t flags
 	(void)handle;
 	if (a >= b)
 		return 0;
-	return submit(REQ_OP_DISCARD | fua(flags), a, NULL, (uint32_t)(b - a));
+	return submit_change(REQ_OP_DISCARD | fua(flags), a, NULL, (uint32_t)(b - a));
 }
 
 /* Zeroes for writes that must allocate; never written to, so never copied. */
@@ -1067,7 +1096,7 @@ static int on_zero(void *handle, uint32_t count, uint64_t offset, uint32_t flags
 		return -1;
 	if (end > b && partial(NULL, NULL, (uint32_t)(end - b), b, fua(flags)))
 		return -1;
-	return submit(REQ_OP_WRITE_ZEROES | fua(flags), a, NULL, (uint32_t)(b - a));
+	return submit_change(REQ_OP_WRITE_ZEROES | fua(flags), a, NULL, (uint32_t)(b - a));
 }
 
 /* ---- extents ---- */
