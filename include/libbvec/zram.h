@@ -16,6 +16,15 @@
  * keeps its old contents.  Zeroing bytes that are zero already (a page never
  * written, a zero page) needs no store and cannot fail.
  *
+ * A WRITE whose page cannot be stored (mem_limit, no memory) completes
+ * with BLK_STS_IOERR, and every page it covers holds either all its old
+ * bytes or all its new ones.  It stops at that page: the pages before it
+ * are written, the ones after it keep their old contents.  One exception:
+ * part of a page written back to the backing disk is patched after its
+ * old bytes arrive from there, so the bio goes on meanwhile and the pages
+ * after it may be written when that patch is refused.  As with a disk, an
+ * error says that some of the range may be old, not which.
+ *
  * Statistics have zram's names, order and text formats (mm_stat, io_stat).
  * mem_used_total includes the slot table, which the kernel's zram leaves
  * out.  The table is sparse: a radix tree of pages (12 bytes per slot, 341
