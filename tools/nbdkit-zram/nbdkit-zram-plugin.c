@@ -988,23 +988,20 @@ static int partial(void *dst, const void *src, uint32_t len, uint64_t off, blk_o
 		nbdkit_set_error(ENOMEM);
 		return -1;
 	}
-	if (dst) {
-		ret = submit(REQ_OP_READ, first, bounce, (uint32_t)span);
-		if (!ret)
-			memcpy(dst, bounce + (off - first), len);
-		free(bounce);
-		return ret;
-	}
-	pthread_rwlock_wrlock(&zp.rmw);
+	if (!dst) /* a read changes nothing: it needs no lock */
+		pthread_rwlock_wrlock(&zp.rmw);
 	ret = submit(REQ_OP_READ, first, bounce, (uint32_t)span);
-	if (!ret) {
+	if (!ret && dst) {
+		memcpy(dst, bounce + (off - first), len);
+	} else if (!ret) {
 		if (src)
 			memcpy(bounce + (off - first), src, len);
 		else
 			memset(bounce + (off - first), 0, len);
 		ret = submit(REQ_OP_WRITE | flags, first, bounce, (uint32_t)span);
 	}
-	pthread_rwlock_unlock(&zp.rmw);
+	if (!dst)
+		pthread_rwlock_unlock(&zp.rmw);
 	free(bounce);
 	return ret;
 }
