@@ -16,10 +16,20 @@
  * keeps its old contents.  Zeroing bytes that are zero already (a page never
  * written, a zero page) needs no store and cannot fail.
  *
- * A WRITE whose page cannot be stored (mem_limit, no memory) completes
- * with BLK_STS_IOERR, and every page it covers holds either all its old
- * bytes or all its new ones.  It stops at that page: the pages before it
- * are written, the ones after it keep their old contents.  One exception:
+ * A page written with zeroes, whole or left all zero by a partial write or
+ * a zeroed edge, is only a mark in its slot, as the kernel's zram keeps a
+ * same-filled page: it takes no pool memory, so it is never refused at
+ * mem_limit (the slot table may still need a page for the first write in
+ * a stretch of the disk).  It counts in same_pages and orig_data_size.  A
+ * page of another repeated word is stored in the pool as that word, which
+ * costs 16 bytes of the pool's tables and is refused when they must grow
+ * past mem_limit.
+ *
+ * A WRITE whose page cannot be stored (mem_limit, no memory; a zero page
+ * always can be) completes with BLK_STS_IOERR, and every page it covers
+ * holds either all its old bytes or all its new ones.  It stops at that
+ * page: the pages before it are written, the ones after it keep their old
+ * contents.  One exception:
  * part of a page written back to the backing disk is patched after its
  * old bytes arrive from there, so the bio goes on meanwhile and the pages
  * after it may be written when that patch is refused.  As with a disk, an
@@ -139,7 +149,9 @@ BVEC_API struct gendisk *zram_disk(struct zram *zram);
  * @st: receives them; the first nine fields are zram's mm_stat in its
  *	order.  For a device, @st->mem_used_total and @st->metadata_bytes
  *	include the slot table pages that exist, and @st->mem_used_max is the
- *	pool's highest use plus the slot table as it is now.
+ *	pool's highest use plus the slot table as it is now.  Zero pages,
+ *	which live in their slots, count in @st->orig_data_size,
+ *	@st->same_pages and @st->objects, as same-filled pages of the pool do.
  *
  * Safe alongside I/O; each field is read atomically, the set as a whole is
  * not a snapshot.
@@ -227,7 +239,9 @@ BVEC_API int zram_reset(struct zram *zram);
  * @min_age: mark pages not accessed for at least this many seconds; 0 marks
  *	every stored page
  *
- * A page loses its idle mark when it is next read or written.
+ * A page loses its idle mark when it is next read or written.  As in Linux
+ * (since 6.12), pages on the backing disk and same-filled pages (zero
+ * pages included) are not marked: no tier has anything to do with them.
  *
  * Return: pages now marked idle.
  */
@@ -626,8 +640,8 @@ BVEC_API int64_t zram_recompress(struct zram *zram, const struct zram_recompress
  * @ZRAM_PAGE_UNALLOCATED: nothing: never written since creation or the last
  *	zram_reset(), or freed by DISCARD or WRITE_ZEROES; reads as zeroes and
  *	holds no pool memory
- * @ZRAM_PAGE_ZERO: stored, and every byte is zero (a same-filled page of
- *	zero words: a handle, no zspage memory)
+ * @ZRAM_PAGE_ZERO: written, and every byte is zero (a zero page: a mark in
+ *	its slot, no pool memory)
  * @ZRAM_PAGE_DATA: stored data; also any page a tier built on the device
  *	holds elsewhere
  */

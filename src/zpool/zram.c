@@ -131,17 +131,24 @@ void zram__slots_walk(struct zram *z, zram__slot_fn fn, void *arg)
 }
 
 /*
- * Called with the slot locked: put @handle in the slot and return what was
- * there, for the caller to free once the lock is dropped.
+ * Called with the slot locked: put @handle in the slot (0 with @zero: a zero
+ * page; 0 alone: nothing) and return what was there, for the caller to free
+ * once the lock is dropped.
  */
-static uint32_t slot_swap(struct zram *z, struct zram_slot *s, uint32_t handle)
+static uint32_t slot_swap(struct zram *z, struct zram_slot *s, uint32_t handle, bool zero)
 {
 	uint32_t old = s->handle;
 	/* Clearing ZRAM_UNDER_WB tells a writeback in flight that the page changed. */
-	uint32_t f = atomic_fetch_and_explicit(&s->flags,
-					       ~(ZRAM_WB | ZRAM_UNDER_WB | ZRAM_RECOMP_FLAGS),
-					       memory_order_relaxed);
+	uint32_t f = atomic_fetch_and_explicit(
+		&s->flags, ~(ZRAM_WB | ZRAM_UNDER_WB | ZRAM_ZERO | ZRAM_RECOMP_FLAGS),
+		memory_order_relaxed);
 
+	if (zero)
+		atomic_fetch_or_explicit(&s->flags, ZRAM_ZERO, memory_order_relaxed);
+	if (zero && !(f & ZRAM_ZERO))
+		atomic_fetch_add(&z->zero_pages, 1);
+	else if (!zero && (f & ZRAM_ZERO))
+		atomic_fetch_sub(&z->zero_pages, 1);
 	s->handle = handle;
 	slot_touch(z, s);
 	if (f & ZRAM_WB) {
@@ -190,6 +197,11 @@ static int read_page(struct zram *z, struct bio *bio, uint64_t index, unsigned i
 	return ret;
 }
 
+static bool all_zero(const unsigned char *p, size_t len)
+{
+	return !len || (!p[0] && !memcmp(p, p + 1, len - 1));
+}
+
 static int store(struct zram *z, const void *page, uint32_t *handle)
 {
 	zpool_handle_t h;
@@ -215,25 +227,43 @@ static struct zram_slot *slot_for_write(struct zram *z, uint64_t index)
 
 /*
  * A whole page is compressed and stored before the slot is locked, so
- * writers of different pages never wait for each other's compression.
+ * writers of different pages never wait for each other's compression.  A
+ * zero page is only a mark in the slot, as in the kernel's zram: it needs
+ * no memory, so it is never refused.
  */
 static int write_page(struct zram *z, uint64_t index, const void *src)
 {
 	struct zram_slot *s = slot_for_write(z, index);
-	uint32_t h, old;
+	bool zero = all_zero(src, ZP_PAGE_SIZE);
+	uint32_t h = 0, old;
 	int ret;
 
 	if (!s)
 		return -ENOMEM;
-	ret = store(z, src, &h);
-	if (ret)
-		return ret;
+	if (!zero) {
+		ret = store(z, src, &h);
+		if (ret)
+			return ret;
+	}
 	slot_lock(s);
-	old = slot_swap(z, s, h);
+	old = slot_swap(z, s, h, zero);
 	slot_unlock(s);
 	if (old)
 		zpool_free(z->pool, old);
 	return 0;
+}
+
+/*
+ * How many of @nr pages at @p, from the first, are not zero; at least 1.
+ * A zero page ends a group: it is a mark in its slot, not part of an object.
+ */
+static unsigned int nonzero_pages(const unsigned char *p, unsigned int nr)
+{
+	unsigned int i = 0;
+
+	while (i < nr && !all_zero(p + (size_t)i * ZP_PAGE_SIZE, ZP_PAGE_SIZE))
+		i++;
+	return i ? i : 1;
 }
 
 /*
@@ -262,7 +292,7 @@ static int write_pages(struct zram *z, uint64_t index, const unsigned char *src,
 	}
 	for (i = 0; i < nr; i++) {
 		slot_lock(s[i]);
-		old = slot_swap(z, s[i], (uint32_t)h[i]);
+		old = slot_swap(z, s[i], (uint32_t)h[i], false);
 		slot_unlock(s[i]);
 		if (old)
 			zpool_free(z->pool, old);
@@ -316,11 +346,6 @@ static int read_pages(struct zram *z, uint64_t index, unsigned char *dst, unsign
 	return ret;
 }
 
-static bool all_zero(const unsigned char *p, size_t len)
-{
-	return !len || (!p[0] && !memcmp(p, p + 1, len - 1));
-}
-
 /*
  * A part of a page: read, patch and store under the slot's lock, so two
  * sub-page writes to one page cannot lose each other's bytes.  @src NULL
@@ -352,13 +377,18 @@ static int write_partial(struct zram *z, struct bio *bio, uint64_t index, unsign
 			memset(scratch, 0, ZP_PAGE_SIZE);
 		}
 		if (!ret && (s->handle || src) && !(!src && all_zero(scratch + off, len))) {
+			bool zero;
+
 			if (src)
 				memcpy(scratch + off, src, len);
 			else
 				memset(scratch + off, 0, len);
-			ret = store(z, scratch, &h);
+			zero = all_zero(scratch, ZP_PAGE_SIZE);
+			h = 0;
+			if (!zero)
+				ret = store(z, scratch, &h);
 			if (!ret)
-				old = slot_swap(z, s, h);
+				old = slot_swap(z, s, h, zero);
 		}
 	}
 	slot_unlock(s);
@@ -417,6 +447,8 @@ static void zram_rw(struct zram *z, struct bio *bio)
 		if (multi && !off && bv.bv_len >= 2 * ZP_PAGE_SIZE)
 			nr = (unsigned int)zpool__min(bv.bv_len / ZP_PAGE_SIZE,
 						      ZP_GROUP_PAGES - index % ZP_GROUP_PAGES);
+		if (nr > 1 && write)
+			nr = nonzero_pages(mem, nr);
 		if (nr > 1)
 			ret = write ? write_pages(z, index, mem, nr) : read_pages(z, index, mem, nr);
 		if (ret != 1) {
@@ -450,8 +482,8 @@ static void free_page(struct zram *z, uint64_t index)
 	if (!s)
 		return;
 	slot_lock(s);
-	stored = s->handle != 0;
-	old = slot_swap(z, s, 0);
+	stored = s->handle || (atomic_load_explicit(&s->flags, memory_order_relaxed) & ZRAM_ZERO);
+	old = slot_swap(z, s, 0, false);
 	slot_unlock(s);
 	if (stored)
 		atomic_fetch_add(&z->notify_free, 1);
@@ -650,6 +682,7 @@ int zram_reset(struct zram *z)
 	/* Handles die with the pool; the table shrinks back to its root. */
 	subtree_free(z, z->root, z->depth);
 	memset(z->root, 0, ZP_PAGE_SIZE);
+	atomic_store(&z->zero_pages, 0);
 	zpool_destroy(z->pool);
 	z->pool = NULL;
 	apply_limit(z);
@@ -674,8 +707,14 @@ void zram_mm_stat(struct zram *z, struct zpool_stats *st)
 		memset(st, 0, sizeof(*st));
 	/* The device's limit covers the pool and the table together. */
 	st->mem_limit = atomic_load(&z->mem_limit);
-	/* Pages on the backing disk are still stored, as Linux counts them. */
-	st->orig_data_size += atomic_load(&z->wb_pages) * ZP_PAGE_SIZE;
+	/*
+	 * Pages on the backing disk are still stored, as Linux counts them;
+	 * so are zero pages, which live in their slots.
+	 */
+	st->orig_data_size +=
+		(atomic_load(&z->wb_pages) + atomic_load(&z->zero_pages)) * ZP_PAGE_SIZE;
+	st->same_pages += atomic_load(&z->zero_pages);
+	st->objects += atomic_load(&z->zero_pages);
 	st->mem_used_total += table;
 	st->mem_used_max += table;
 	st->metadata_bytes += table;
@@ -797,8 +836,13 @@ static void idle_mark_slot(struct zram *z, struct zram_slot *s, uint64_t index, 
 	(void)z;
 	(void)index;
 	slot_lock(s);
-	/* As Linux: a page on the backing disk is not marked (nothing to write back). */
+	/*
+	 * As Linux: neither a page on the backing disk nor a same-filled one
+	 * (a zero page has no handle; the pool's have no size) is marked, as
+	 * neither writeback nor recompression has anything to do with it.
+	 */
 	if (s->handle && !(atomic_load_explicit(&s->flags, memory_order_relaxed) & ZRAM_WB) &&
+	    zpool_obj_size(z->pool, s->handle) &&
 	    (!sc->min_age || sc->now - s->ac_time >= sc->min_age)) {
 		atomic_fetch_or(&s->flags, ZRAM_IDLE);
 		sc->n++;
@@ -865,7 +909,9 @@ static enum zram_page_state slot_state(struct zram *z, struct zram_slot *s)
 	enum zram_page_state st;
 
 	slot_lock(s);
-	if (atomic_load_explicit(&s->flags, memory_order_relaxed) & ~(ZRAM_LOCK | ZRAM_IDLE))
+	if (atomic_load_explicit(&s->flags, memory_order_relaxed) & ZRAM_ZERO)
+		st = ZRAM_PAGE_ZERO;
+	else if (atomic_load_explicit(&s->flags, memory_order_relaxed) & ~(ZRAM_LOCK | ZRAM_IDLE))
 		st = ZRAM_PAGE_DATA;
 	else if (!s->handle)
 		st = ZRAM_PAGE_UNALLOCATED;

@@ -12,10 +12,20 @@
 
 /*
  * Slot flag bits.  Bits 0-1 are the lock and the idle mark; bits 2-7 belong
- * to the writeback tier, bits 8-15 to recompression; the rest are free.
+ * to the writeback tier, bits 8-15 to recompression, bit 16 to zero pages;
+ * the rest are free.
  */
 #define ZRAM_LOCK (1u << 0)
 #define ZRAM_IDLE (1u << 1)
+/*
+ * ZRAM_ZERO: the page was written and every byte of it is zero.  The slot
+ * is the whole record, as the kernel's ZRAM_SAME slot is: its handle is 0,
+ * so every path that looks for a page of the pool passes it by, and a zero
+ * page costs no memory, cannot be refused at mem_limit and is never
+ * written back, recompressed or marked idle.  Set and cleared only by
+ * slot_swap(); other same-filled pages are the pool's (a repeated word).
+ */
+#define ZRAM_ZERO (1u << 16)
 /*
  * The writeback tier's bits.  ZRAM_WB: the page is on the backing disk and
  * @handle holds its block number plus one (so a written slot never has
@@ -103,6 +113,8 @@ struct zram {
 	 */
 	struct zram__wb *wb;
 	atomic_uint_fast64_t wb_pages;
+	/* Slots with ZRAM_ZERO: same_pages and orig_data_size count them. */
+	atomic_uint_fast64_t zero_pages;
 };
 
 /* The slot of page @index; NULL if it has no leaf and @create is false. */

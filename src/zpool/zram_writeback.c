@@ -892,6 +892,8 @@ static unsigned int slot_bs_flags(struct zram *z, struct zram_slot *s)
 
 	if (f & ZRAM_WB) {
 		bs |= ZRAM_BS_WB;
+	} else if (f & ZRAM_ZERO) {
+		bs |= ZRAM_BS_SAME;
 	} else if (z->pool) {
 		size_t size = zpool_obj_size(z->pool, s->handle);
 
@@ -927,7 +929,7 @@ int zram_block_state(struct zram *z, uint64_t *index, struct zram_block_state *s
 			continue;
 		}
 		slot_lock(s);
-		if (s->handle) {
+		if (s->handle || (atomic_load_explicit(&s->flags, memory_order_relaxed) & ZRAM_ZERO)) {
 			st->index = i;
 			st->ac_time = s->ac_time;
 			st->flags = slot_bs_flags(z, s);

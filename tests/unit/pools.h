@@ -155,7 +155,7 @@ static inline uint32_t group_of_page(struct zram *z, uint64_t i)
  * object or group reference shows.  Every object is counted once (a
  * group's once for all its pages), each group's references equal its
  * pages in slots, and compr_data_size, huge_pages, same_pages and objects
- * add up.  @stored: pages the caller's model says hold data (UINT64_MAX:
+ * add up; a zero page (ZRAM_ZERO) has no handle and counts as a same-filled object.  @stored: pages the caller's model says hold data (UINT64_MAX:
  * not known).  Returns the size-class bytes of those objects: the memory
  * they hold, whatever zspage packing adds to it.
  */
@@ -165,7 +165,7 @@ static inline uint64_t check_accounting(struct zram *z, uint64_t pages, uint64_t
 	uint32_t *grp = calloc(pages + 1, sizeof(*grp));
 	uint32_t *grefs = calloc(pages + 1, sizeof(*grefs));
 	size_t nseen = 0, ngrp = 0, k;
-	uint64_t i, compr = 0, huge = 0, objs = 0, wb = 0, same = 0, held = 0;
+	uint64_t i, compr = 0, huge = 0, objs = 0, wb = 0, same = 0, zero = 0, held = 0;
 	struct zpool_stats st;
 
 	ck_assert(seen && grp && grefs);
@@ -173,6 +173,11 @@ static inline uint64_t check_accounting(struct zram *z, uint64_t pages, uint64_t
 		uint32_t h = handle_of(z, i), oh;
 		uint64_t e;
 
+		if (flags_of(z, i) & ZRAM_ZERO) {
+			ck_assert_msg(!h, "zero page %llu has handle %u", (unsigned long long)i, h);
+			zero++;
+			continue;
+		}
 		if (!h)
 			continue;
 		if (flags_of(z, i) & ZRAM_WB) {
@@ -222,12 +227,12 @@ static inline uint64_t check_accounting(struct zram *z, uint64_t pages, uint64_t
 	zram_mm_stat(z, &st);
 	ck_assert_uint_eq(st.compr_data_size, compr);
 	ck_assert_uint_eq(st.huge_pages, huge);
-	ck_assert_uint_eq(st.same_pages, same);
-	ck_assert_uint_eq(st.objects, objs);
-	ck_assert_uint_eq(st.orig_data_size, (objs + wb) * PG);
+	ck_assert_uint_eq(st.same_pages, same + zero);
+	ck_assert_uint_eq(st.objects, objs + zero);
+	ck_assert_uint_eq(st.orig_data_size, (objs + wb + zero) * PG);
 	ck_assert_uint_le(st.mem_used_total, st.mem_used_max);
 	if (stored != UINT64_MAX)
-		ck_assert_uint_eq(objs + wb, stored);
+		ck_assert_uint_eq(objs + wb + zero, stored);
 	free(seen);
 	free(grp);
 	free(grefs);

@@ -582,11 +582,13 @@ START_TEST(test_stats_idle_compact_reset)
 	ck_assert_int_gt(zram_format_io_stat(&io, text, sizeof(text)), 0);
 	ck_assert_int_eq(sscanf(text, "%llu %llu %llu %llu", &f[0], &f[1], &f[2], &f[3]), 4);
 
-	ck_assert_uint_eq(zram_idle_mark(z, 0), DISK_PAGES);
-	ck_assert_uint_eq(zram_idle_pages(z), DISK_PAGES);
+	/* Same-filled pages are not marked, as in Linux. */
+	ck_assert_uint_eq(zram_idle_mark(z, 0), DISK_PAGES - ms.same_pages);
+	ck_assert_uint_eq(zram_idle_pages(z), DISK_PAGES - ms.same_pages);
 	ck_assert_uint_eq(zram_idle_mark(z, 3600), 0); /* nothing is an hour old */
+	ck_assert_int_eq(5 % PAGE_KINDS, PAGE_SIZED);
 	ck_assert_int_eq(do_io(z, REQ_OP_READ, 5 * PG, out, (unsigned int)PG, 1), 0);
-	ck_assert_uint_eq(zram_idle_pages(z), DISK_PAGES - 1);
+	ck_assert_uint_eq(zram_idle_pages(z), DISK_PAGES - ms.same_pages - 1);
 
 	for (i = 0; i < DISK_PAGES; i += 2)
 		ck_assert_int_eq(do_io(z, REQ_OP_DISCARD, (uint64_t)i * PG, NULL, (unsigned int)PG, 1), 0);
@@ -716,6 +718,129 @@ START_TEST(test_discard_at_limit)
 		check_page(z, i, model[i]);
 	zram_io_stat(z, &io);
 	ck_assert_uint_eq(io.failed_writes, 5);
+	zram_destroy(z);
+}
+END_TEST
+
+/* zram_extents() callback: the state of each page, into an array. */
+static int page_states(void *arg, uint64_t off, uint64_t len, enum zram_page_state st)
+{
+	enum zram_page_state *m = arg;
+	uint64_t p;
+
+	for (p = off / PG; p < (off + len) / PG; p++)
+		m[p] = st;
+	return 0;
+}
+
+static enum zram_page_state state_of(struct zram *z, uint64_t index)
+{
+	enum zram_page_state m[DISK_PAGES];
+
+	ck_assert_int_eq(zram_extents(z, 0, DISK_BYTES, page_states, m), 0);
+	return m[index];
+}
+
+/*
+ * A zero page is a mark in its slot, as the kernel's zram keeps a
+ * same-filled page: no pool memory, so writes of zeroes succeed where every
+ * store is refused, however they come (whole pages, a run of pages in one
+ * bio, a partial write or WRITE_ZEROES edge that leaves a page all zero),
+ * and the statistics count them as zram does.
+ */
+START_TEST(test_zero_pages)
+{
+	static unsigned char model[DISK_PAGES][PG];
+	uint32_t flags = loop_flags(_i, 2);
+	struct zram *z = new_zram_flags(DISK_BYTES, 0, flags);
+	unsigned char *run = calloc(4, PG);
+	struct zpool_stats before, ms;
+	struct zram_io_stat io;
+	unsigned int i;
+
+	ck_assert_ptr_nonnull(run);
+	for (i = 0; i < DISK_PAGES; i++) {
+		make_page(model[i], PAGE_RANDOM, i, 0);
+		ck_assert_int_eq(do_io(z, REQ_OP_WRITE, (uint64_t)i * PG, model[i],
+				       (unsigned int)PG, 1), 0);
+	}
+	/* Page 9: data in its first sector only. */
+	memset(model[9] + 512, 0, PG - 512);
+	ck_assert_int_eq(do_io(z, REQ_OP_WRITE, 9 * PG, model[9], (unsigned int)PG, 1), 0);
+	zram_mm_stat(z, &before);
+	ck_assert_uint_eq(before.same_pages, 0);
+	zram_set_mem_limit(z, 1); /* every store of the pool is refused now */
+
+	/* A whole zero page over data: its memory goes, nothing is needed. */
+	memset(model[3], 0, PG);
+	ck_assert_int_eq(do_io(z, REQ_OP_WRITE, 3 * PG, model[3], (unsigned int)PG, 1), 0);
+	ck_assert_uint_eq(flags_of(z, 3) & ZRAM_ZERO, ZRAM_ZERO);
+	ck_assert_uint_eq(handle_of(z, 3), 0);
+	ck_assert_int_eq(state_of(z, 3), ZRAM_PAGE_ZERO);
+	zram_mm_stat(z, &ms);
+	ck_assert_uint_eq(ms.same_pages, 1);
+	ck_assert_uint_eq(ms.orig_data_size, before.orig_data_size);
+	ck_assert_uint_eq(ms.objects, before.objects);
+	ck_assert_uint_lt(ms.compr_data_size, before.compr_data_size);
+
+	/* One bio of two zero pages, then data: the zeroes land, the data is refused. */
+	make_page(run + 2 * PG, PAGE_RANDOM, 1000, 0);
+	ck_assert_int_eq(do_io(z, REQ_OP_WRITE, 12 * PG, run, (unsigned int)(3 * PG), 1), -EIO);
+	memset(model[12], 0, PG);
+	memset(model[13], 0, PG);
+	ck_assert_int_eq(state_of(z, 12), ZRAM_PAGE_ZERO);
+	ck_assert_int_eq(state_of(z, 13), ZRAM_PAGE_ZERO);
+	ck_assert_int_eq(state_of(z, 14), ZRAM_PAGE_DATA);
+
+	/* A partial write, and a WRITE_ZEROES edge, that leave a page all zero. */
+	ck_assert_int_eq(do_io(z, REQ_OP_WRITE, 9 * PG, run, 512, 1), 0);
+	memset(model[9], 0, 512);
+	ck_assert_int_eq(state_of(z, 9), ZRAM_PAGE_ZERO);
+	memset(model[20] + 512, 0, PG - 512);
+	zram_set_mem_limit(z, 0);
+	ck_assert_int_eq(do_io(z, REQ_OP_WRITE, 20 * PG, model[20], (unsigned int)PG, 1), 0);
+	zram_set_mem_limit(z, 1);
+	ck_assert_int_eq(do_io(z, REQ_OP_WRITE_ZEROES, 20 * PG, NULL, 512, 1), 0);
+	memset(model[20], 0, 512);
+	ck_assert_int_eq(state_of(z, 20), ZRAM_PAGE_ZERO);
+	/* Zeroing part of a page that keeps data still needs a store. */
+	ck_assert_int_eq(do_io(z, REQ_OP_WRITE_ZEROES, 21 * PG, NULL, 512, 1), -EIO);
+	/* Data over a zero page needs one too, and the zero page stays. */
+	ck_assert_int_eq(do_io(z, REQ_OP_WRITE, 3 * PG + 512, run + 2 * PG, 512, 1), -EIO);
+	ck_assert_int_eq(state_of(z, 3), ZRAM_PAGE_ZERO);
+	for (i = 0; i < DISK_PAGES; i++)
+		check_page(z, i, model[i]);
+	zram_mm_stat(z, &ms);
+	ck_assert_uint_eq(ms.same_pages, 5);
+	check_accounting(z, DISK_PAGES, DISK_PAGES);
+
+	/* Not idle, not written back or recompressed: there is nothing to move. */
+	ck_assert_uint_eq(zram_idle_mark(z, 0), DISK_PAGES - 5);
+
+	/* Freed: a discard of a zero page counts, and the page becomes a hole. */
+	ck_assert_int_eq(do_io(z, REQ_OP_DISCARD, 12 * PG, NULL, (unsigned int)(2 * PG), 1), 0);
+	ck_assert_int_eq(state_of(z, 12), ZRAM_PAGE_UNALLOCATED);
+	ck_assert_uint_eq(flags_of(z, 12) & ZRAM_ZERO, 0);
+	zram_io_stat(z, &io);
+	ck_assert_uint_eq(io.notify_free, 2);
+	check_accounting(z, DISK_PAGES, DISK_PAGES - 2);
+
+	/* Data over a zero page, with room again: no longer counted as zero. */
+	zram_set_mem_limit(z, 0);
+	ck_assert_int_eq(do_io(z, REQ_OP_WRITE, 3 * PG, model[5], (unsigned int)PG, 1), 0);
+	memcpy(model[3], model[5], PG);
+	check_page(z, 3, model[3]);
+	ck_assert_int_eq(state_of(z, 3), ZRAM_PAGE_DATA);
+	zram_mm_stat(z, &ms);
+	ck_assert_uint_eq(ms.same_pages, 2);
+	check_accounting(z, DISK_PAGES, DISK_PAGES - 2);
+
+	ck_assert_int_eq(zram_reset(z), 0);
+	zram_mm_stat(z, &ms);
+	ck_assert_uint_eq(ms.same_pages, 0);
+	ck_assert_uint_eq(ms.orig_data_size, 0);
+	ck_assert_int_eq(state_of(z, 9), ZRAM_PAGE_UNALLOCATED);
+	free(run);
 	zram_destroy(z);
 }
 END_TEST
@@ -886,14 +1011,16 @@ START_TEST(test_page_source_failure)
 			/*
 			 * A piece before the refused one is written (the bio
 			 * stops there): new bytes up to a point, old after it.
-			 * One piece of whole pages is one run: all old.
+			 * In one piece of whole pages that point is a page
+			 * boundary (a zero page is written alone and ends a
+			 * group; the pages of a group go in together).
 			 */
 			ck_assert_int_eq(do_io(z, REQ_OP_READ, idx * PG, buf,
 					       (off + len + PG - 1) / PG * (unsigned int)PG, 1), 0);
 			for (k = 0; k < len && buf[off + k] == want[k]; k++)
 				;
 			if (pieces == 1 && (len <= PG || ZP_GROUP_PAGES > 1))
-				k = 0;
+				k = k / (unsigned int)PG * (unsigned int)PG;
 			ck_assert_mem_eq(buf, model[idx], off);
 			for (p = off + k; k < len && buf[p] == model[idx + p / PG][p % PG]; p++)
 				k++;
@@ -1291,7 +1418,7 @@ int main(void)
 		NULL
 	};
 	const TTest *const flags[] = { test_page_source_failure, test_races, test_multi_atomic,
-		NULL };
+		test_zero_pages, NULL };
 	const TTest *const model[] = { test_model, NULL };
 	const struct test_group groups[] = {
 		{ .name = "device", .tests = device, .timeout = 600 },

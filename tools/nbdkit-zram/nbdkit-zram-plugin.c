@@ -1067,8 +1067,9 @@ static unsigned char zeroes[1u << 20];
  * other.  With MAY_TRIM the whole sectors become one WRITE_ZEROES bio,
  * which frees whole pages (holes) and zeroes the rest in place.  Without it
  * the client wants the range allocated (NBD_CMD_FLAG_NO_HOLE), so zeroes are
- * written as data: each page becomes a stored zero page, a handle without
- * zspage memory, which extents then report as allocated zeroes.
+ * written as data: each page becomes a zero page, a mark in its slot that
+ * needs no memory (so it works at mem_limit), which extents then report as
+ * allocated zeroes.
  */
 static int on_zero(void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 {
