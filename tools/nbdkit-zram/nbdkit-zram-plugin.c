@@ -118,6 +118,18 @@ static struct {
 	.stats_wake = PTHREAD_COND_INITIALIZER,
 };
 
+/*
+ * Words for an errno met while serving (worker and housekeeping threads):
+ * the block layer's, which the kernel logs for a failed bio, and not
+ * strerror()'s.  That reads glibc's message catalogue under its locale
+ * lock, and once a worker thread had, nbdkit built with AddressSanitizer
+ * hung at exit on that lock (in p11-kit's destructor).
+ */
+static const char *err_str(int err)
+{
+	return blk_status_to_str(errno_to_blk_status(err));
+}
+
 /* ---- configuration ---- */
 
 /* Names a parameter takes: an array's length, "none", and no such name. */
@@ -699,7 +711,7 @@ static void recompress_pass(void)
 			done += r;
 	}
 	if (err && err != zp.recomp_last_err)
-		nbdkit_error("recompress with %s: %s", zp.recomp_algorithm, strerror(err));
+		nbdkit_error("recompress with %s: %s error", zp.recomp_algorithm, err_str(err));
 	else if (done > 0)
 		nbdkit_debug("recompress: %" PRId64 " pages with %s", done, zp.recomp_algorithm);
 	zp.recomp_last_err = err;
@@ -712,7 +724,7 @@ static void writeback_pass(void)
 	int err = r < 0 ? (int)-r : 0;
 
 	if (err && err != zp.wb_last_err)
-		nbdkit_error("writeback to %s: %s%s", zp.backing_path, strerror(err),
+		nbdkit_error("writeback to %s: %s error%s", zp.backing_path, err_str(err),
 			     err == ENOSPC ? " (backing_dev is full)" : "");
 	else if (r > 0)
 		nbdkit_debug("writeback: %" PRId64 " pages to %s", r, zp.backing_path);
@@ -947,8 +959,8 @@ static int submit(blk_opf_t op, uint64_t off, void *buf, uint32_t len)
 	ret = submit_bio_wait(&bio);
 	bio_uninit(&bio);
 	if (ret) {
-		nbdkit_error("%s of %" PRIu32 " bytes at %" PRIu64 ": %s", op_name(op), len, off,
-			     strerror(-ret));
+		nbdkit_error("%s of %" PRIu32 " bytes at %" PRIu64 ": %s error", op_name(op), len,
+			     off, err_str(-ret));
 		nbdkit_set_error(-ret);
 		return -1;
 	}
@@ -1152,7 +1164,7 @@ static int on_extents(void *handle, uint32_t count, uint64_t offset, uint32_t fl
 	if (ret < 0) {
 		if (c.err) /* nbdkit_add_extent() has reported it */
 			return -1;
-		nbdkit_error("extents: %s", strerror(-ret));
+		nbdkit_error("extents: %s error", err_str(-ret));
 		nbdkit_set_error(-ret);
 		return -1;
 	}

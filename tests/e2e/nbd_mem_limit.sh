@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# At mem_limit, data is refused with EIO and what was stored stays intact,
+# while zeroes still go in however the client sends them: WRITE_ZEROES with
+# NBD_CMD_FLAG_NO_HOLE (allocated zeroes), or zeroes sent as data, over
+# pages never written and over pages of data.  A zero page is a mark in its
+# slot, as in the kernel's zram; extents report it as allocated zeroes and
+# mm_stat counts it in same_pages.
+. "$(dirname "$0")/nbd_lib.sh"
+
+py=
+for p in python3 /usr/bin/python3; do
+	"$p" -c "import nbd" 2>/dev/null && { py=$p; break; }
+done
+[ -n "$py" ] || skip "no Python libnbd bindings (Debian: python3-libnbd)"
+
+MiB=$((1 << 20))
+nbd_start size=64M mem_limit=4M
+page=$("$py" - "$URI" <<'PY'
+import errno, nbd, os, sys
+
+MiB = 1 << 20
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+data = os.urandom(16 * MiB)
+written = 0
+for off in range(0, len(data), MiB):
+    try:
+        h.pwrite(data[off:off + MiB], off)
+    except nbd.Error as e:
+        if e.errnum != errno.EIO:
+            sys.exit(f"FAIL: a refused write is {e}, not EIO")
+        break
+    written += MiB
+if written == len(data):
+    sys.exit("FAIL: 16 MiB of random data fit in a 4 MiB limit")
+if written < MiB:
+    sys.exit(f"FAIL: only {written} bytes before the limit")
+try:
+    h.zero(8 * MiB, 32 * MiB, nbd.CMD_FLAG_NO_HOLE)  # never written
+    h.pwrite(bytes(4 * MiB), 40 * MiB)               # zeroes as data
+    h.zero(MiB, 0, nbd.CMD_FLAG_NO_HOLE)             # over stored data
+    # (libnbd's zero() and pread() take the length first, then the offset)
+except nbd.Error as e:
+    sys.exit(f"FAIL: zeroes refused at mem_limit: {e}")
+if h.pread(MiB, 0) != bytes(MiB) or h.pread(12 * MiB, 32 * MiB) != bytes(12 * MiB):
+    sys.exit("FAIL: zeroed ranges do not read as zeroes")
+if h.pread(written - MiB, MiB) != data[MiB:written]:
+    sys.exit("FAIL: data stored before the limit changed")
+print(h.get_block_size(nbd.SIZE_PREFERRED))
+print(f"{written // MiB} MiB of random data before EIO, then 13 MiB of zeroes at the limit",
+      file=sys.stderr)
+h.shutdown()
+PY
+)
+nbdinfo --map "$URI" >"$WORK/map"
+# Type 2 is "zero" (allocated), 3 "hole,zero", 0 "data".
+awk -v M=$MiB '($1 < M || ($1 < 44 * M && $1 + $2 > 32 * M)) && $3 != 2 {print; bad = 1}
+	END {exit bad}' "$WORK/map" || fail "zeroed ranges are not allocated zeroes (above)"
+nbd_stop
+same=$(stat_field mm_stat 6)
+[ "$((same * page))" = $((13 * MiB)) ] ||
+	fail "same_pages is $same pages of $page bytes, not 13 MiB of zero pages"
+echo "zero pages at mem_limit: 13 MiB written, read back, mapped as allocated zeroes"
+echo "1 passed, 0 failed"
