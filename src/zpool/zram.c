@@ -130,12 +130,7 @@ void zram__slots_walk(struct zram *z, zram__slot_fn fn, void *arg)
 	leaves_walk(z, z->root, z->depth, 0, fn, arg);
 }
 
-/*
- * Called with the slot locked: put @handle in the slot (0 with @zero: a zero
- * page; 0 alone: nothing) and return what was there, for the caller to free
- * once the lock is dropped.
- */
-static uint32_t slot_swap(struct zram *z, struct zram_slot *s, uint32_t handle, bool zero)
+uint32_t zram__slot_swap(struct zram *z, struct zram_slot *s, uint32_t handle, bool zero)
 {
 	uint32_t old = s->handle;
 	/* Clearing ZRAM_UNDER_WB tells a writeback in flight that the page changed. */
@@ -197,11 +192,6 @@ static int read_page(struct zram *z, struct bio *bio, uint64_t index, unsigned i
 	return ret;
 }
 
-static bool all_zero(const unsigned char *p, size_t len)
-{
-	return !len || (!p[0] && !memcmp(p, p + 1, len - 1));
-}
-
 static int store(struct zram *z, const void *page, uint32_t *handle)
 {
 	zpool_handle_t h;
@@ -246,7 +236,7 @@ static int write_page(struct zram *z, uint64_t index, const void *src)
 			return ret;
 	}
 	slot_lock(s);
-	old = slot_swap(z, s, h, zero);
+	old = zram__slot_swap(z, s, h, zero);
 	slot_unlock(s);
 	if (old)
 		zpool_free(z->pool, old);
@@ -292,7 +282,7 @@ static int write_pages(struct zram *z, uint64_t index, const unsigned char *src,
 	}
 	for (i = 0; i < nr; i++) {
 		slot_lock(s[i]);
-		old = slot_swap(z, s[i], (uint32_t)h[i], false);
+		old = zram__slot_swap(z, s[i], (uint32_t)h[i], false);
 		slot_unlock(s[i]);
 		if (old)
 			zpool_free(z->pool, old);
@@ -388,7 +378,7 @@ static int write_partial(struct zram *z, struct bio *bio, uint64_t index, unsign
 			if (!zero)
 				ret = store(z, scratch, &h);
 			if (!ret)
-				old = slot_swap(z, s, h, zero);
+				old = zram__slot_swap(z, s, h, zero);
 		}
 	}
 	slot_unlock(s);
@@ -483,7 +473,7 @@ static void free_page(struct zram *z, uint64_t index)
 		return;
 	slot_lock(s);
 	stored = s->handle || (atomic_load_explicit(&s->flags, memory_order_relaxed) & ZRAM_ZERO);
-	old = slot_swap(z, s, 0, false);
+	old = zram__slot_swap(z, s, 0, false);
 	slot_unlock(s);
 	if (stored)
 		atomic_fetch_add(&z->notify_free, 1);

@@ -117,6 +117,16 @@ struct zram {
 	atomic_uint_fast64_t zero_pages;
 };
 
+/*
+ * Called with the slot locked: put @handle in the slot (0 with @zero: a zero
+ * page; 0 alone: nothing), as every write and discard does, and return the
+ * pool handle that was there (0 for none), for the caller to free once the
+ * lock is dropped.  Clears the tiers' marks (a block of the backing disk is
+ * released, a writeback in flight learns the page changed) and counts zero
+ * pages.
+ */
+uint32_t zram__slot_swap(struct zram *z, struct zram_slot *s, uint32_t handle, bool zero);
+
 /* The slot of page @index; NULL if it has no leaf and @create is false. */
 struct zram_slot *zram__slot_get(struct zram *z, uint64_t index, bool create);
 
@@ -157,6 +167,12 @@ void zram__wb_destroy(struct zram *z);
  */
 int zram__write_partial(struct zram *z, struct bio *bio, uint64_t index, unsigned int off,
 			const void *src, unsigned int len);
+
+/* Is every one of @len bytes at @p zero?  (A zero page is a mark in its slot.) */
+static inline bool all_zero(const unsigned char *p, size_t len)
+{
+	return !len || (!p[0] && !memcmp(p, p + 1, len - 1));
+}
 
 static inline void slot_lock(struct zram_slot *s)
 {

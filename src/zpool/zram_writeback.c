@@ -421,17 +421,18 @@ static bool rmw_finish(struct wb_read *r)
 		slot_lock(s);
 		f = atomic_load_explicit(&s->flags, memory_order_relaxed);
 		if ((f & ZRAM_WB) && s->handle == r->hblk) {
+			bool zero;
+
 			if (r->src)
 				memcpy(r->bounce + r->off, r->src, r->len);
 			else
 				memset(r->bounce + r->off, 0, r->len);
-			ret = z->pool ? zpool_store(z->pool, r->bounce, &h) : -ENOMEM;
+			zero = all_zero(r->bounce, ZP_PAGE_SIZE);
+			h = 0;
+			ret = zero ? 0 : z->pool ? zpool_store(z->pool, r->bounce, &h) : -ENOMEM;
 			if (!ret) {
-				atomic_fetch_and_explicit(&s->flags, ~(ZRAM_WB | ZRAM_UNDER_WB),
-							  memory_order_relaxed);
-				s->handle = (uint32_t)h;
-				slot_touch(z, s);
-				zram__wb_release(z, r->hblk);
+				/* Releases the block: the slot held no pool handle. */
+				zram__slot_swap(z, s, (uint32_t)h, zero);
 			} else {
 				atomic_fetch_add(&z->failed_writes, 1);
 				fail_parent(r->parent);

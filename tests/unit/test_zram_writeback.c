@@ -179,6 +179,10 @@ START_TEST(test_partial_io)
 	uint64_t stored = NP;
 
 	fill(z, model, 7);
+	/* Page 11: one byte of data, in its first sector. */
+	memset(model[11], 0, PG);
+	model[11][100] = 0x5a;
+	ck_assert_int_eq(zram_io(z, REQ_OP_WRITE, 11 * PG, model[11], PG), 0);
 	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, UINT64_MAX), 15);
 	/* A partial read goes through a bounce page; the page stays out. */
 	ck_assert_int_eq(zram_io(z, REQ_OP_READ, 512, buf, 1536), 0);
@@ -203,13 +207,21 @@ START_TEST(test_partial_io)
 	memset(model[3] + PG - 512, 0, 512);
 	ck_assert(!page_on_backing(z, 3));
 	check_bd(z, 12, 3, 15);
+	/* Zeroing all the data a written-back page held leaves a zero page: a mark. */
+	ck_assert_int_eq(zram_io(z, REQ_OP_WRITE_ZEROES, 11 * PG, NULL, 512), 0);
+	model[11][100] = 0;
+	ck_assert(!page_on_backing(z, 11));
+	ck_assert_uint_eq(flags_of(z, 11) & ZRAM_ZERO, ZRAM_ZERO);
+	ck_assert_uint_eq(handle_of(z, 11), 0);
+	check_bd(z, 11, 4, 15);
 	/* A whole-page write only releases the block. */
 	make_page(model[9], PAGE_TEXT, 999, 0);
 	ck_assert_int_eq(zram_io(z, REQ_OP_WRITE, 9 * PG, model[9], PG), 0);
-	check_bd(z, 11, 3, 15);
+	check_bd(z, 10, 4, 15);
 	check_mm(z, stored, false);
+	check_accounting(z, NP, stored);
 	check_all(z, model, NP);
-	check_bd(z, 11, 3 + 11, 15);
+	check_bd(z, 10, 4 + 10, 15);
 	zram_destroy(z);
 	tdisk_free(t);
 }
