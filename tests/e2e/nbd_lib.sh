@@ -13,6 +13,14 @@ for tool in nbdkit nbdcopy nbdinfo qemu-img qemu-io; do
 	command -v "$tool" >/dev/null || skip "no $tool (Debian: nbdkit libnbd-bin qemu-utils)"
 done
 
+# PY: a python3 with libnbd's bindings (for nbdsh-style requests QEMU will
+# not send), or empty.  The first python3 on PATH may lack them (a pyenv
+# one); Debian's has them with python3-libnbd.
+PY=
+for p in python3 /usr/bin/python3; do
+	"$p" -c "import nbd" 2>/dev/null && { PY=$p; break; }
+done
+
 WORK=$(mktemp -d /tmp/nbd-e2e.XXXXXX)
 SOCK=$WORK/sock
 URI="nbd+unix:///?socket=$SOCK"

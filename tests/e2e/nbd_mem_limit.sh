@@ -8,15 +8,11 @@
 # mm_stat counts it in same_pages.
 . "$(dirname "$0")/nbd_lib.sh"
 
-py=
-for p in python3 /usr/bin/python3; do
-	"$p" -c "import nbd" 2>/dev/null && { py=$p; break; }
-done
-[ -n "$py" ] || skip "no Python libnbd bindings (Debian: python3-libnbd)"
+[ -n "$PY" ] || skip "no Python libnbd bindings (Debian: python3-libnbd)"
 
 MiB=$((1 << 20))
 nbd_start size=64M mem_limit=4M
-page=$("$py" - "$URI" <<'PY'
+page=$("$PY" - "$URI" <<'PY'
 import errno, nbd, os, sys
 
 MiB = 1 << 20

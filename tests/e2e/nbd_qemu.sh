@@ -38,15 +38,10 @@ qemu-io -f raw "$URI" \
 echo "qemu-io: $(grep -c '^read' "$WORK/qio") reads checked"
 
 # nbdsh, with libnbd's alignment checks off: the plugin's bounce path.
-# nbdsh is "python3 -m nbd" with the python3 first in PATH, which may lack
-# Debian's module: find one that has it.
-py=
-for p in python3 /usr/bin/python3; do
-	"$p" -c "import nbd" 2>/dev/null && { py=$p; break; }
-done
-[ -n "$py" ] ||
+# nbdsh is "python3 -m nbd", run with the python3 that has the module.
+[ -n "$PY" ] ||
 	skip "no nbdsh with its python module (Debian: python3-libnbd) for the unaligned requests"
-"$py" -m nbd -u "$URI" -c '
+"$PY" -m nbd -u "$URI" -c '
 import os
 h.set_strict_mode(0)
 base = 48 << 20

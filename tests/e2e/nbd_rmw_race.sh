@@ -9,14 +9,10 @@
 # sector of zeroes around the 0xBB bytes is the aligned write lost.
 . "$(dirname "$0")/nbd_lib.sh"
 
-py=
-for p in python3 /usr/bin/python3; do
-	"$p" -c "import nbd" 2>/dev/null && { py=$p; break; }
-done
-[ -n "$py" ] || skip "no Python libnbd bindings (Debian: python3-libnbd)"
+[ -n "$PY" ] || skip "no Python libnbd bindings (Debian: python3-libnbd)"
 
 nbd_start size=64M
-"$py" - "$URI" <<'PY'
+"$PY" - "$URI" <<'PY'
 import nbd, sys
 
 SECTOR, PAIRS, INFLIGHT = 512, 100000, 64
