@@ -1083,30 +1083,40 @@ static unsigned char zeroes[1u << 20];
  * needs no memory (so it works at mem_limit), which extents then report as
  * allocated zeroes.
  */
+static int zero_sectors(uint64_t a, uint64_t b, uint32_t flags)
+{
+	if (flags & NBDKIT_FLAG_MAY_TRIM)
+		return submit_change(REQ_OP_WRITE_ZEROES | fua(flags), a, NULL, (uint32_t)(b - a));
+	for (; a < b; a += sizeof(zeroes)) {
+		uint32_t n = (uint32_t)(b - a < sizeof(zeroes) ? b - a : sizeof(zeroes));
+
+		if (on_pwrite(NULL, zeroes, n, a, flags & NBDKIT_FLAG_FUA))
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * The whole sectors go first, and the partial ones at the ends are tried
+ * whatever became of them: at mem_limit the whole pages need no memory (and
+ * freeing them makes room), where an end's read-modify-write may need a
+ * store, as zram's own WRITE_ZEROES orders it.
+ */
 static int on_zero(void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 {
 	uint64_t a = (offset + SECTOR - 1) / SECTOR * SECTOR, b = (offset + count) / SECTOR * SECTOR;
 	uint64_t end = offset + count;
+	int ret;
 
 	(void)handle;
-	if (!(flags & NBDKIT_FLAG_MAY_TRIM)) {
-		while (offset < end) {
-			uint32_t n = (uint32_t)(end - offset < sizeof(zeroes) ? end - offset :
-										 sizeof(zeroes));
-
-			if (on_pwrite(handle, zeroes, n, offset, flags & NBDKIT_FLAG_FUA))
-				return -1;
-			offset += n;
-		}
-		return 0;
-	}
 	if (a >= b)
 		return partial(NULL, NULL, count, offset, fua(flags));
+	ret = zero_sectors(a, b, flags);
 	if (a > offset && partial(NULL, NULL, (uint32_t)(a - offset), offset, fua(flags)))
-		return -1;
+		ret = -1;
 	if (end > b && partial(NULL, NULL, (uint32_t)(end - b), b, fua(flags)))
-		return -1;
-	return submit_change(REQ_OP_WRITE_ZEROES | fua(flags), a, NULL, (uint32_t)(b - a));
+		ret = -1;
+	return ret;
 }
 
 /* ---- extents ---- */
