@@ -30,9 +30,13 @@ if [ -s zpool.csv ]; then
 	echo '![throughput](throughput.png) ![scaling](scaling.png) ![memory](memory.png) ![overhead](overhead.png)'
 	echo
 fi
-for f in kernel.txt fuse.txt; do
+for f in zram.txt kernel.txt fuse.txt; do
 	[ -s "$f" ] || continue
-	[ "$f" = kernel.txt ] && echo "## zblk against the kernel's zram" || echo "## What each FUSE setting buys zblk"
+	case $f in
+	zram.txt) echo "## The zram device on the corpus and on zero pages" ;;
+	kernel.txt) echo "## zblk against the kernel's zram" ;;
+	fuse.txt) echo "## What each FUSE setting buys zblk" ;;
+	esac
 	echo
 	echo '```'
 	cat "$f"
