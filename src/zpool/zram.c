@@ -315,7 +315,7 @@ static int read_pages(struct zram *z, uint64_t index, unsigned char *dst, unsign
 			ret = 1;
 		h[locked] = s[locked]->handle;
 	}
-	/* Runs of stored pages between pages never written (handle 0). */
+	/* Runs of stored pages between pages with no handle (never written, or zero). */
 	for (i = 0; !ret && i < nr; i = j) {
 		if (!h[i]) {
 			memset(dst + (size_t)i * ZP_PAGE_SIZE, 0, ZP_PAGE_SIZE);
@@ -685,7 +685,7 @@ int zram_reset(struct zram *z)
 
 void zram_mm_stat(struct zram *z, struct zpool_stats *st)
 {
-	uint64_t table;
+	uint64_t table, zero;
 
 	if (!z || !st)
 		return;
@@ -701,10 +701,10 @@ void zram_mm_stat(struct zram *z, struct zpool_stats *st)
 	 * Pages on the backing disk are still stored, as Linux counts them;
 	 * so are zero pages, which live in their slots.
 	 */
-	st->orig_data_size +=
-		(atomic_load(&z->wb_pages) + atomic_load(&z->zero_pages)) * ZP_PAGE_SIZE;
-	st->same_pages += atomic_load(&z->zero_pages);
-	st->objects += atomic_load(&z->zero_pages);
+	zero = atomic_load(&z->zero_pages);
+	st->orig_data_size += (atomic_load(&z->wb_pages) + zero) * ZP_PAGE_SIZE;
+	st->same_pages += zero;
+	st->objects += zero;
 	st->mem_used_total += table;
 	st->mem_used_max += table;
 	st->metadata_bytes += table;
@@ -823,7 +823,6 @@ static void idle_mark_slot(struct zram *z, struct zram_slot *s, uint64_t index, 
 {
 	struct idle_scan *sc = arg;
 
-	(void)z;
 	(void)index;
 	slot_lock(s);
 	/*

@@ -23,7 +23,8 @@
  * so every path that looks for a page of the pool passes it by, and a zero
  * page costs no memory, cannot be refused at mem_limit and is never
  * written back, recompressed or marked idle.  Set and cleared only by
- * slot_swap(); other same-filled pages are the pool's (a repeated word).
+ * zram__slot_swap() (and zram_reset(), which clears every slot); other
+ * same-filled pages are the pool's (a repeated word).
  */
 #define ZRAM_ZERO (1u << 16)
 /*

@@ -557,7 +557,7 @@ static void refund(struct zram__wb *wb, struct wb_req *q)
 
 /*
  * The write of @q is done.  The page leaves memory only if the write
- * succeeded and nothing replaced it meanwhile (slot_swap() clears
+ * succeeded and nothing replaced it meanwhile (zram__slot_swap() clears
  * ZRAM_UNDER_WB); otherwise the block goes back and memory keeps the page.
  * Either way the run gives up its claim on the slot.
  */

@@ -1011,16 +1011,24 @@ START_TEST(test_page_source_failure)
 			/*
 			 * A piece before the refused one is written (the bio
 			 * stops there): new bytes up to a point, old after it.
-			 * In one piece of whole pages that point is a page
-			 * boundary (a zero page is written alone and ends a
-			 * group; the pages of a group go in together).
+			 * In one piece of whole pages that point is where a
+			 * group may start: the first page, an aligned group
+			 * boundary, or the page after a zero page (which is
+			 * written alone); a group goes in whole or not at all.
 			 */
 			ck_assert_int_eq(do_io(z, REQ_OP_READ, idx * PG, buf,
 					       (off + len + PG - 1) / PG * (unsigned int)PG, 1), 0);
 			for (k = 0; k < len && buf[off + k] == want[k]; k++)
 				;
-			if (pieces == 1 && (len <= PG || ZP_GROUP_PAGES > 1))
-				k = k / (unsigned int)PG * (unsigned int)PG;
+			if (pieces == 1 && (len <= PG || ZP_GROUP_PAGES > 1)) {
+				unsigned int j = k / (unsigned int)PG;
+
+				k = j * (unsigned int)PG;
+				ck_assert_msg(!j || (idx + j) % ZP_GROUP_PAGES == 0 ||
+						      all_zero_page(want + (size_t)(j - 1) * PG),
+					      "a group of pages %llu.. torn at %u",
+					      (unsigned long long)idx, j);
+			}
 			ck_assert_mem_eq(buf, model[idx], off);
 			for (p = off + k; k < len && buf[p] == model[idx + p / PG][p % PG]; p++)
 				k++;

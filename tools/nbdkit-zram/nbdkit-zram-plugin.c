@@ -123,7 +123,8 @@ static struct {
  * the block layer's, which the kernel logs for a failed bio, and not
  * strerror()'s.  That reads glibc's message catalogue under its locale
  * lock, and once a worker thread had, nbdkit built with AddressSanitizer
- * hung at exit on that lock (in p11-kit's destructor).
+ * hung at exit on that lock (in p11-kit's destructor).  Every errno the
+ * device and its tiers return has a block status, so nothing is lost.
  */
 static const char *err_str(int err)
 {
@@ -1083,10 +1084,9 @@ static unsigned char zeroes[1u << 20];
  * needs no memory (so it works at mem_limit), which extents then report as
  * allocated zeroes.
  */
-static int zero_sectors(uint64_t a, uint64_t b, uint32_t flags)
+/* Zeroes written as data over [@a, @b), in bios of up to sizeof(zeroes). */
+static int write_zeroes(uint64_t a, uint64_t b, uint32_t flags)
 {
-	if (flags & NBDKIT_FLAG_MAY_TRIM)
-		return submit_change(REQ_OP_WRITE_ZEROES | fua(flags), a, NULL, (uint32_t)(b - a));
 	for (; a < b; a += sizeof(zeroes)) {
 		uint32_t n = (uint32_t)(b - a < sizeof(zeroes) ? b - a : sizeof(zeroes));
 
@@ -1094,6 +1094,29 @@ static int zero_sectors(uint64_t a, uint64_t b, uint32_t flags)
 			return -1;
 	}
 	return 0;
+}
+
+/*
+ * Whole sectors [@a, @b).  Without MAY_TRIM the whole pages go first, in
+ * bios that start on a page: a bio stops at its first refused page, and a
+ * piece of a page holding data is a read-modify-write that may be refused
+ * at mem_limit, where a page of zeroes never is.
+ */
+static int zero_sectors(uint64_t a, uint64_t b, uint32_t flags)
+{
+	uint64_t pa = (a + PAGE - 1) / PAGE * PAGE, pb = b / PAGE * PAGE;
+	int ret;
+
+	if (flags & NBDKIT_FLAG_MAY_TRIM)
+		return submit_change(REQ_OP_WRITE_ZEROES | fua(flags), a, NULL, (uint32_t)(b - a));
+	if (pa >= pb)
+		return write_zeroes(a, b, flags);
+	ret = write_zeroes(pa, pb, flags);
+	if (a < pa && write_zeroes(a, pa, flags))
+		ret = -1;
+	if (pb < b && write_zeroes(pb, b, flags))
+		ret = -1;
+	return ret;
 }
 
 /*
