@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # With a small mem_limit, writes past it fail with EIO while the data
-# written before reads back intact; raising the limit lets writes through.
+# written before reads back intact, and zeroes still go in; raising the
+# limit lets writes through.
 # The limit leaves room for more than 1 MiB of data in every build: at
 # 64 KiB pages each of 4 stripes' pools holds 5 pages of tables empty and 8
 # more once it stores its first page (tables are page-granular), 3.3 MiB.
@@ -18,6 +19,19 @@ written=$(grep -o '^[0-9]* bytes' "$WORK/dd.err" | cut -d' ' -f1)
 cmp -n "$written" "$WORK/src" "$MNT/disk" || fail "data before the limit changed"
 [ "$(awk '{print $2}' "$MNT/io_stat")" -gt 0 ] || fail "failed_writes did not move"
 echo "$written bytes written before EIO; they read back intact"
+# Zeroes still go in at the limit, over pages never written and over data:
+# a zero page is a mark in its slot, as in the kernel's zram.
+same0=$(awk '{print $6}' "$MNT/mm_stat")
+for seek in 512 0; do # 32 MiB in, then the first 4 MiB of data
+	dd if=/dev/zero of="$MNT/disk" bs=64k count=64 seek=$seek oflag=direct conv=notrunc \
+		2>"$WORK/dd0.err" || fail "zeroes refused at the limit: $(cat "$WORK/dd0.err")"
+done
+cmp -n 4194304 /dev/zero "$MNT/disk" || fail "the zeroed data does not read as zeroes"
+cmp -i 4194304 -n $((written > 4194304 ? written - 4194304 : 0)) "$WORK/src" "$MNT/disk" ||
+	fail "data after the zeroes changed"
+same=$(awk '{print $6}' "$MNT/mm_stat")
+[ "$same" -ge $((same0 + 128)) ] || fail "same_pages went from $same0 to $same, not up by 8 MiB"
+echo "8 MiB of zeroes written at the limit; same_pages $same0 -> $same"
 echo 0 >"$MNT/mem_limit"
 dd if="$WORK/src" of="$MNT/disk" bs=64k oflag=direct conv=notrunc 2>/dev/null ||
 	fail "writes still fail with the limit lifted"
