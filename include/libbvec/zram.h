@@ -239,9 +239,11 @@ BVEC_API int zram_reset(struct zram *zram);
  * @min_age: mark pages not accessed for at least this many seconds; 0 marks
  *	every stored page
  *
- * A page loses its idle mark when it is next read or written.  As current
- * Linux does, pages on the backing disk and same-filled pages (zero pages
- * included) are not marked: no tier has anything to do with them.
+ * A page loses its idle mark when it is next read or written.  As Linux has
+ * done since 6.13, a call also takes the mark off pages younger than
+ * @min_age that an earlier call marked, so the marks are this call's; and
+ * pages on the backing disk and same-filled pages (zero pages included)
+ * are not marked: no tier has anything to do with them.
  *
  * Return: pages now marked idle.
  */

@@ -831,10 +831,19 @@ static void idle_mark_slot(struct zram *z, struct zram_slot *s, uint64_t index, 
 	 * neither writeback nor recompression has anything to do with it.
 	 */
 	if (s->handle && !(atomic_load_explicit(&s->flags, memory_order_relaxed) & ZRAM_WB) &&
-	    zpool_obj_size(z->pool, s->handle) &&
-	    (!sc->min_age || sc->now - s->ac_time >= sc->min_age)) {
-		atomic_fetch_or(&s->flags, ZRAM_IDLE);
-		sc->n++;
+	    zpool_obj_size(z->pool, s->handle)) {
+		/*
+		 * A mark an earlier call left on a page younger than this
+		 * call's age goes, as Linux has done since 6.13: otherwise a
+		 * writeback after "4 hours", then "8 hours", would also take
+		 * the pages the first call marked and the second did not.
+		 */
+		if (!sc->min_age || sc->now - s->ac_time >= sc->min_age) {
+			atomic_fetch_or(&s->flags, ZRAM_IDLE);
+			sc->n++;
+		} else {
+			atomic_fetch_and(&s->flags, ~ZRAM_IDLE);
+		}
 	}
 	slot_unlock(s);
 }

@@ -735,7 +735,8 @@ static void writeback_pass(void)
 /*
  * zram's tiers, each idle_secs, in the order a zram user scripts them:
  * pages not read or written for idle_secs are marked idle, once for both
- * (zram_idle_mark() keeps older marks); recompression rewrites the
+ * (and only they: zram_idle_mark() takes older marks off younger pages);
+ * recompression rewrites the
  * recompress= pages with recomp_algorithm and marks those it cannot shrink
  * incompressible; writeback then moves the writeback= pages, which
  * writeback=incompressible makes those.  A failure is logged once, not at
