@@ -192,11 +192,21 @@ static int read_page(struct zram *z, struct bio *bio, uint64_t index, unsigned i
 	return ret;
 }
 
-static int store(struct zram *z, const void *page, uint32_t *handle)
+static bool all_zero(const unsigned char *p, size_t len)
+{
+	return !len || (!p[0] && !memcmp(p, p + 1, len - 1));
+}
+
+int zram__store_page(struct zram *z, const void *page, uint32_t *handle, bool *zero)
 {
 	zpool_handle_t h;
-	int ret = zpool_store(z->pool, page, &h);
+	int ret;
 
+	*handle = 0;
+	*zero = all_zero(page, ZP_PAGE_SIZE);
+	if (*zero)
+		return 0;
+	ret = zpool_store(z->pool, page, &h);
 	if (ret) {
 		atomic_fetch_add(&z->failed_writes, 1);
 		return ret;
@@ -224,17 +234,15 @@ static struct zram_slot *slot_for_write(struct zram *z, uint64_t index)
 static int write_page(struct zram *z, uint64_t index, const void *src)
 {
 	struct zram_slot *s = slot_for_write(z, index);
-	bool zero = all_zero(src, ZP_PAGE_SIZE);
-	uint32_t h = 0, old;
+	uint32_t h, old;
+	bool zero;
 	int ret;
 
 	if (!s)
 		return -ENOMEM;
-	if (!zero) {
-		ret = store(z, src, &h);
-		if (ret)
-			return ret;
-	}
+	ret = zram__store_page(z, src, &h, &zero);
+	if (ret)
+		return ret;
 	slot_lock(s);
 	old = zram__slot_swap(z, s, h, zero);
 	slot_unlock(s);
@@ -373,10 +381,7 @@ static int write_partial(struct zram *z, struct bio *bio, uint64_t index, unsign
 				memcpy(scratch + off, src, len);
 			else
 				memset(scratch + off, 0, len);
-			zero = all_zero(scratch, ZP_PAGE_SIZE);
-			h = 0;
-			if (!zero)
-				ret = store(z, scratch, &h);
+			ret = zram__store_page(z, scratch, &h, &zero);
 			if (!ret)
 				old = zram__slot_swap(z, s, h, zero);
 		}
@@ -882,39 +887,23 @@ uint64_t zram_idle_pages(struct zram *z)
 }
 
 /*
- * A zero page is a same-filled object of word 0: its handle-table entry
- * says so, and no decompression is needed to tell.  Called with the slot
- * locked, so the handle cannot be freed meanwhile.
- */
-static bool handle_is_zero(struct zpool *pool, uint32_t handle)
-{
-	uint64_t e;
-
-	if (!pool)
-		return false;
-	e = zpool__table_get(&pool->handles, handle);
-	return zp_entry_tag(e) == ZP_TAG_SAME && !zp_entry_is_member(e) &&
-	       !zpool__table_get(&pool->same, zp_entry_same_index(e));
-}
-
-/*
  * A page that a tier (writeback, recompression) marks with its flags may be
  * held outside the pool, where an empty handle says nothing: it counts as
  * data, which is never wrong for a map of allocation.
  */
-static enum zram_page_state slot_state(struct zram *z, struct zram_slot *s)
+static enum zram_page_state slot_state(struct zram_slot *s)
 {
 	enum zram_page_state st;
+	uint32_t f;
 
 	slot_lock(s);
-	if (atomic_load_explicit(&s->flags, memory_order_relaxed) & ZRAM_ZERO)
+	f = atomic_load_explicit(&s->flags, memory_order_relaxed);
+	if (f & ZRAM_ZERO)
 		st = ZRAM_PAGE_ZERO;
-	else if (atomic_load_explicit(&s->flags, memory_order_relaxed) & ~(ZRAM_LOCK | ZRAM_IDLE))
+	else if (s->handle || (f & ~(ZRAM_LOCK | ZRAM_IDLE)))
 		st = ZRAM_PAGE_DATA;
-	else if (!s->handle)
-		st = ZRAM_PAGE_UNALLOCATED;
 	else
-		st = handle_is_zero(z->pool, s->handle) ? ZRAM_PAGE_ZERO : ZRAM_PAGE_DATA;
+		st = ZRAM_PAGE_UNALLOCATED;
 	slot_unlock(s);
 	return st;
 }
@@ -973,7 +962,7 @@ int zram_extents(struct zram *z, uint64_t offset, uint64_t length, zram_extent_f
 		uint64_t n = 1;
 		struct zram_slot *s = slot_or_gap(z, page, &n);
 
-		st = s ? slot_state(z, s) : ZRAM_PAGE_UNALLOCATED;
+		st = s ? slot_state(s) : ZRAM_PAGE_UNALLOCATED;
 		if (!s)
 			n = zpool__min(n, last - page + 1);
 		if (have && st != run) {

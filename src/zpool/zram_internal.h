@@ -128,6 +128,14 @@ struct zram {
  */
 uint32_t zram__slot_swap(struct zram *z, struct zram_slot *s, uint32_t handle, bool zero);
 
+/*
+ * What a whole page for a slot becomes: a zero page only a mark (*@zero,
+ * with *@handle 0), which needs no store and so is never refused; any other
+ * page stored in the pool, into *@handle.  Returns 0 or the store's -errno,
+ * counted in failed_writes.  Takes no lock of the slot's.
+ */
+int zram__store_page(struct zram *z, const void *page, uint32_t *handle, bool *zero);
+
 /* The slot of page @index; NULL if it has no leaf and @create is false. */
 struct zram_slot *zram__slot_get(struct zram *z, uint64_t index, bool create);
 
@@ -168,12 +176,6 @@ void zram__wb_destroy(struct zram *z);
  */
 int zram__write_partial(struct zram *z, struct bio *bio, uint64_t index, unsigned int off,
 			const void *src, unsigned int len);
-
-/* Is every one of @len bytes at @p zero?  (A zero page is a mark in its slot.) */
-static inline bool all_zero(const unsigned char *p, size_t len)
-{
-	return !len || (!p[0] && !memcmp(p, p + 1, len - 1));
-}
 
 static inline void slot_lock(struct zram_slot *s)
 {

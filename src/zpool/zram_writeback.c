@@ -405,8 +405,7 @@ static bool rmw_finish(struct wb_read *r)
 {
 	struct zram *z = r->z;
 	struct zram_slot *s;
-	zpool_handle_t h;
-	uint32_t f;
+	uint32_t f, h;
 	int ret;
 
 	for (;;) {
@@ -427,16 +426,12 @@ static bool rmw_finish(struct wb_read *r)
 				memcpy(r->bounce + r->off, r->src, r->len);
 			else
 				memset(r->bounce + r->off, 0, r->len);
-			zero = all_zero(r->bounce, ZP_PAGE_SIZE);
-			h = 0;
-			ret = zero ? 0 : z->pool ? zpool_store(z->pool, r->bounce, &h) : -ENOMEM;
-			if (!ret) {
+			ret = zram__store_page(z, r->bounce, &h, &zero);
+			if (!ret)
 				/* Releases the block: the slot held no pool handle. */
-				zram__slot_swap(z, s, (uint32_t)h, zero);
-			} else {
-				atomic_fetch_add(&z->failed_writes, 1);
+				zram__slot_swap(z, s, h, zero);
+			else
 				fail_parent(r->parent);
-			}
 			slot_unlock(s);
 			zpool__rw_unlock(z->lock);
 			return false;
