@@ -1076,15 +1076,6 @@ static int on_trim(void *handle, uint32_t count, uint64_t offset, uint32_t flags
 /* Zeroes for writes that must allocate; never written to, so never copied. */
 static unsigned char zeroes[1u << 20];
 
-/*
- * Zeroing is always fast here, so a fast-zero request is served as any
- * other.  With MAY_TRIM the whole sectors become one WRITE_ZEROES bio,
- * which frees whole pages (holes) and zeroes the rest in place.  Without it
- * the client wants the range allocated (NBD_CMD_FLAG_NO_HOLE), so zeroes are
- * written as data: each page becomes a zero page, a mark in its slot that
- * needs no memory (so it works at mem_limit), which extents then report as
- * allocated zeroes.
- */
 /* Zeroes written as data over [@a, @b), in bios of up to sizeof(zeroes). */
 static int write_zeroes(uint64_t a, uint64_t b, uint32_t flags)
 {
@@ -1098,44 +1089,42 @@ static int write_zeroes(uint64_t a, uint64_t b, uint32_t flags)
 }
 
 /*
- * Whole sectors [@a, @b).  Without MAY_TRIM the whole pages go first, in
- * bios that start on a page: a bio stops at its first refused page, and a
- * piece of a page holding data is a read-modify-write that may be refused
- * at mem_limit, where a page of zeroes never is.
- */
-static int zero_sectors(uint64_t a, uint64_t b, uint32_t flags)
-{
-	uint64_t pa = (a + PAGE - 1) / PAGE * PAGE, pb = b / PAGE * PAGE;
-	int ret;
-
-	if (flags & NBDKIT_FLAG_MAY_TRIM)
-		return submit_change(REQ_OP_WRITE_ZEROES | fua(flags), a, NULL, (uint32_t)(b - a));
-	if (pa >= pb)
-		return write_zeroes(a, b, flags);
-	ret = write_zeroes(pa, pb, flags);
-	if (a < pa && write_zeroes(a, pa, flags))
-		ret = -1;
-	if (pb < b && write_zeroes(pb, b, flags))
-		ret = -1;
-	return ret;
-}
-
-/*
- * The whole sectors go first, and the partial ones at the ends are tried
+ * Zeroing is always fast here, so a fast-zero request is served as any
+ * other.  Without MAY_TRIM the client wants the range allocated
+ * (NBD_CMD_FLAG_NO_HOLE), so zeroes are written as data: each whole page
+ * becomes a zero page, a mark in its slot that extents report as allocated
+ * zeroes.  With it the whole sectors become one WRITE_ZEROES bio, which
+ * frees whole pages (holes) and zeroes the rest in place.
+ *
+ * Either way the whole pages or sectors go first and the ends are tried
  * whatever became of them: at mem_limit the whole pages need no memory (and
- * freeing them makes room), where an end's read-modify-write may need a
- * store, as zram's own WRITE_ZEROES orders it.
+ * freeing or replacing their data makes room), where an end that keeps some
+ * data is a read-modify-write that may need a store, and a bio stops at its
+ * first refused page.  zram's own WRITE_ZEROES orders it the same way.
  */
 static int on_zero(void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 {
-	uint64_t a = (offset + SECTOR - 1) / SECTOR * SECTOR, b = (offset + count) / SECTOR * SECTOR;
 	uint64_t end = offset + count;
+	uint64_t a = (offset + SECTOR - 1) / SECTOR * SECTOR, b = end / SECTOR * SECTOR;
 	int ret;
 
 	(void)handle;
+	if (!(flags & NBDKIT_FLAG_MAY_TRIM)) {
+		/* The whole pages, in bios that start on one; then the ends. */
+		uint64_t pa = (offset + PAGE - 1) / PAGE * PAGE, pb = end / PAGE * PAGE;
+
+		if (pa >= pb)
+			return write_zeroes(offset, end, flags);
+		ret = write_zeroes(pa, pb, flags);
+		if (offset < pa && write_zeroes(offset, pa, flags))
+			ret = -1;
+		if (pb < end && write_zeroes(pb, end, flags))
+			ret = -1;
+		return ret;
+	}
 	if (a >= b)
 		return partial(NULL, NULL, count, offset, fua(flags));
-	ret = zero_sectors(a, b, flags);
+	ret = submit_change(REQ_OP_WRITE_ZEROES | fua(flags), a, NULL, (uint32_t)(b - a));
 	if (a > offset && partial(NULL, NULL, (uint32_t)(a - offset), offset, fua(flags)))
 		ret = -1;
 	if (end > b && partial(NULL, NULL, (uint32_t)(end - b), b, fua(flags)))
