@@ -75,6 +75,9 @@ echo "compr_data_size $compr -> $compr2 with $ALGO"
 if [ "$STRIPES" = 1 ]; then
 	r=$(awk '$3 ~ /^....r/' "$MNT/block_state" | wc -l)
 	[ "$r" -gt 0 ] || fail "block_state shows no recompressed page"
+	# Linux 6.13: every page recompression read has lost its idle mark.
+	i=$(awk '$3 ~ /^...i/' "$MNT/block_state" | wc -l)
+	[ "$i" = 0 ] || fail "$i pages kept their idle marks through recompression"
 fi
 # A second pass finds nothing more to do with the same algorithm.
 echo "type=idle max_pages=100" >"$MNT/recompress"

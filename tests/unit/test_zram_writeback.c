@@ -832,6 +832,55 @@ START_TEST(test_multi_incompressible)
 }
 END_TEST
 
+/*
+ * The case Linux 6.13 fixed ("zram: clear IDLE flag after recompression"):
+ * recompression given every idle page above a threshold fails to shrink
+ * the random ones; they must not keep the mark for a writeback of idle
+ * pages that follows, which takes only the pages recompression did not
+ * read.  Their access time stays, so the next mark finds them again.  With
+ * and without ZPOOL_F_MULTI_PAGE (a run tried as a group, then alone).
+ */
+START_TEST(test_recompress_then_writeback)
+{
+	static unsigned char model[NP][PG];
+	const uint32_t flags = _i ? ZPOOL_F_MULTI_PAGE | ZPOOL_F_CHECKSUM : ZPOOL_F_CHECKSUM;
+	struct zram_recompress_params p = ZRAM_RECOMPRESS_PARAMS_INIT;
+	struct tdisk *t = tdisk_new(NP, false);
+	struct zram *z = new_zram_flags(NP, t->disk, flags);
+	unsigned int i, f;
+
+	fill(z, model, 17);
+	ck_assert_int_eq(zram_set_recomp_algorithm(z, "lz4hc", 1), 0);
+	ck_assert_uint_eq(zram_idle_mark(z, 0), NP - 1); /* not the zero page */
+	p.type = ZRAM_RECOMP_IDLE;
+	p.threshold = PG / 2; /* the random pages 4-7 only */
+	ck_assert_int_eq(zram_recompress(z, &p), 0);
+	for (i = 0; i < NP; i++) {
+		if (i == 8)
+			continue;
+		f = block_flags(z, i);
+		if (i >= 4 && i < 8)
+			ck_assert_msg((f & (ZRAM_BS_IDLE | ZRAM_BS_INCOMPRESSIBLE)) ==
+				      ZRAM_BS_INCOMPRESSIBLE, "page %u: %#x", i, f);
+		else
+			ck_assert_msg((f & (ZRAM_BS_IDLE | ZRAM_BS_INCOMPRESSIBLE)) ==
+				      ZRAM_BS_IDLE, "page %u: %#x", i, f);
+	}
+	ck_assert_uint_eq(zram_idle_pages(z), NP - 5);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_IDLE, 0, UINT64_MAX), NP - 5);
+	for (i = 0; i < NP; i++)
+		ck_assert_msg(page_on_backing(z, i) == (i < 4 || i > 8), "page %u", i);
+	check_all(z, model, NP);
+	/* Pages on the backing disk are never marked: 4-7 alone are marked again. */
+	ck_assert_uint_eq(zram_idle_mark(z, 0), 4);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_IDLE, 0, UINT64_MAX), 4);
+	check_bd(z, NP - 1, NP - 5, NP - 1);
+	check_all(z, model, NP);
+	zram_destroy(z);
+	tdisk_free(t);
+}
+END_TEST
+
 /* Many writes in flight on a disk that completes later; one with batch 1. */
 START_TEST(test_batch)
 {
@@ -1057,9 +1106,12 @@ int main(void)
 	/* _i = 0: a disk that completes inside submit_bio; 1: on its own thread. */
 	const TTest *const both[] = { test_partial_io, test_backing_fails, test_reset, test_race,
 				      test_multi_members, test_race_multi, NULL };
+	/* _i = 0: page by page; 1: ZPOOL_F_MULTI_PAGE. */
+	const TTest *const pool_modes[] = { test_recompress_then_writeback, NULL };
 	const struct test_group groups[] = {
 		{ .name = "device", .tests = device, .timeout = 600 },
 		{ .name = "sync_async", .tests = both, .timeout = 600, .loops = 2 },
+		{ .name = "pool_modes", .tests = pool_modes, .timeout = 600, .loops = 2 },
 		{ .name = NULL },
 	};
 
