@@ -240,7 +240,7 @@ BVEC_API int zram_reset(struct zram *zram);
  *	every stored page
  *
  * A page loses its idle mark when it is next read or written, or when
- * zram_recompress() reads it.  As Linux has
+ * zram_recompress() tries it.  As Linux has
  * done since 6.13, a call also takes the mark off pages younger than
  * @min_age that an earlier call marked, so the marks are this call's; and
  * pages on the backing disk and same-filled pages (zero pages included)
@@ -628,12 +628,15 @@ BVEC_API int zram_train_dict(struct zram *zram, unsigned int priority, size_t di
  * nothing, so such a run waits until that page goes).  If some page of the
  * run would be stored raw, or the group does not shrink, the pages written
  * one at a time are tried alone as above, so a page is never made huge.
- * Every page it reads loses its idle mark, shrunk or not (as Linux since
+ * Every page it tries loses its idle mark, shrunk or not (as Linux since
  * 6.13), so that a zram_writeback() of idle pages that follows does not
  * take a page on the mark recompression was given; the page keeps its
  * access time, so the next zram_idle_mark() of its age marks it again.
- * Pages it does not read (not selected, corrupt, or left when an
- * allocation fails) keep their marks.  If any page moved, ends by
+ * Tried means tried alone, or moved or marked incompressible with its
+ * run.  Pages not tried keep their marks: those not selected or beyond
+ * @params->max_pages, corrupt ones, those left when an allocation fails,
+ * and pages of a group that their run could not move, which wait for
+ * their neighbours with nothing decided.  If any page moved, ends by
  * compacting the pool's zspages (as zram_compact() does, without its
  * regrouping), so that mem_used_total falls with compr_data_size.  Safe
  * alongside I/O.

@@ -234,13 +234,18 @@ static int cand_cmp(const void *a, const void *b)
 }
 
 /*
- * As Linux since 6.13: a page recompression has read loses its idle mark,
- * shrunk or not, so that the mark a recompression pass made does not also
- * hand the page to writeback ("recompress after 4 hours" would otherwise
- * make "write back after 8 hours" take it).  Its access time stays, so the
- * next zram_idle_mark() of its age marks it again.  Under the slot's lock.
+ * As Linux since 6.13: a page recompression has judged loses its idle
+ * mark, shrunk or not, so that the mark a recompression pass made does not
+ * also hand the page to writeback ("recompress after 4 hours" would
+ * otherwise make "write back after 8 hours" take it).  Judged: tried alone,
+ * or moved or condemned with its run, as Linux tries every page it reads.
+ * A page of a group that its run could not move is not: nothing was
+ * decided for it, it only waits for its neighbours, and clearing its mark
+ * at every pass would keep it from writeback for as long as a neighbour
+ * stays in use.  Its access time stays, so the next zram_idle_mark() of
+ * its age marks it again.  Under the slot's lock.
  */
-static void looked_at(struct zram_slot *s)
+static void judged(struct zram_slot *s)
 {
 	atomic_fetch_and_explicit(&s->flags, ~ZRAM_IDLE, memory_order_relaxed);
 }
@@ -248,12 +253,10 @@ static void looked_at(struct zram_slot *s)
 /*
  * One page, under its slot's lock: try the priorities above the one that
  * wrote it, lowest first, and keep the first object that lands in a
- * smaller size class.  @read: recompress_run() has read the page already
- * (and left its idle mark for this call to select it by).  1 if
- * recompressed, 0 if not, or -errno.
+ * smaller size class.  1 if recompressed, 0 if not, or -errno.
  */
 static int recompress_one(struct zram *z, struct scan *sc, unsigned int lo,
-			  const struct cand *cd, void *page, bool read)
+			  const struct cand *cd, void *page)
 {
 	struct zram_slot *s = zram__slot_get(z, cd->index, false);
 	zpool_handle_t nh = 0;
@@ -276,8 +279,6 @@ static int recompress_one(struct zram *z, struct scan *sc, unsigned int lo,
 	 */
 	cls = zpool__obj_class_size(z->pool, cd->handle);
 	if (!cls) {
-		if (read)
-			looked_at(s);
 		slot_unlock(s);
 		return 0;
 	}
@@ -306,7 +307,7 @@ static int recompress_one(struct zram *z, struct scan *sc, unsigned int lo,
 		atomic_fetch_or_explicit(&s->flags, ZRAM_INCOMPRESSIBLE, memory_order_relaxed);
 	}
 	if (ret >= 0) /* a failed allocation changes nothing */
-		looked_at(s);
+		judged(s);
 	slot_unlock(s);
 	if (ret == 1)
 		zpool_free(z->pool, cd->handle);
@@ -321,15 +322,13 @@ static int recompress_one(struct zram *z, struct scan *sc, unsigned int lo,
  * the old objects gives back.  A page alone in a group has no class of its
  * own to beat, and alone it would mostly come out larger than its share,
  * so pages written one at a time and groups are both rewritten as groups
- * here.  Sets *@read once the pages are read, which is when they lose
- * their idle marks: here if the run moves or is condemned, else in the
- * recompress_one() calls that follow.  Returns the pages recompressed, 0,
- * or -errno.  A run that does not shrink as a whole is
+ * here.  Returns the pages
+ * recompressed, 0, or -errno.  A run that does not shrink as a whole is
  * marked incompressible, as a page is, unless a page of it would have
  * been kept raw: its caller tries those pages one at a time.
  */
 static int recompress_run(struct zram *z, struct scan *sc, unsigned int lo,
-			  const struct cand *cd, unsigned int nr, unsigned char *buf, bool *read)
+			  const struct cand *cd, unsigned int nr, unsigned char *buf)
 {
 	struct zram_slot *s[ZP_GROUP_PAGES];
 	zpool_handle_t old[ZP_GROUP_PAGES], nh[ZP_GROUP_PAGES];
@@ -358,7 +357,6 @@ static int recompress_run(struct zram *z, struct scan *sc, unsigned int lo,
 	/* A corrupt page stays as it is, for its reader to see. */
 	if (zpool_load_pages(z->pool, old, nr, buf))
 		goto out;
-	*read = true;
 	/*
 	 * What the old objects give back if the run moves, not the run's
 	 * shares of them: a group with pages outside the run stays, and a
@@ -390,7 +388,7 @@ static int recompress_run(struct zram *z, struct scan *sc, unsigned int lo,
 						  memory_order_relaxed);
 			atomic_fetch_or_explicit(&s[i]->flags, ZRAM_RECOMP | prio << ZRAM_PRIO_SHIFT,
 						 memory_order_relaxed);
-			looked_at(s[i]);
+			judged(s[i]);
 		} else if (!ret && !raw && !shared && tried == sc->top &&
 			   (lo > low ? lo : low + 1) == start) {
 			/*
@@ -400,7 +398,7 @@ static int recompress_run(struct zram *z, struct scan *sc, unsigned int lo,
 			 */
 			atomic_fetch_or_explicit(&s[i]->flags, ZRAM_INCOMPRESSIBLE,
 						 memory_order_relaxed);
-			looked_at(s[i]); /* no page of it is tried alone */
+			judged(s[i]);
 		}
 	}
 out:
@@ -417,17 +415,16 @@ out:
  */
 static void try_pages(struct zram *z, struct scan *sc, const struct cand *cd, unsigned int nr)
 {
-	bool read = false;
 	unsigned int i;
 	int ret;
 
 	/* As Linux: a page tried counts against max_pages, shrunk or not. */
 	sc->tries += nr;
-	ret = nr > 1 ? recompress_run(z, sc, sc->lo, cd, nr, sc->buf, &read) : 0;
+	ret = nr > 1 ? recompress_run(z, sc, sc->lo, cd, nr, sc->buf) : 0;
 	if (ret > 0)
 		sc->done += ret;
 	for (i = 0; !ret && i < nr; i++) {
-		ret = recompress_one(z, sc, sc->lo, &cd[i], sc->buf, read);
+		ret = recompress_one(z, sc, sc->lo, &cd[i], sc->buf);
 		if (ret > 0)
 			sc->done += ret;
 		ret = ret < 0 ? ret : 0;

@@ -881,6 +881,45 @@ START_TEST(test_recompress_then_writeback)
 }
 END_TEST
 
+/*
+ * ZPOOL_F_MULTI_PAGE: a group with one page in use.  Its idle pages cannot
+ * move while that page holds the group, so recompression decides nothing
+ * for them and they keep their marks: writeback takes them at once, at
+ * every pass that marks them.  (Clearing them, as for a page tried, kept
+ * them in memory for as long as the hot page was used.)  Without groups
+ * (64 KiB pages) each page is tried alone and loses its mark.
+ */
+START_TEST(test_group_waits_for_writeback)
+{
+	static unsigned char model[GRP][PG];
+	struct zram_recompress_params p = ZRAM_RECOMPRESS_PARAMS_INIT;
+	struct tdisk *t = tdisk_new(GRP, false);
+	struct zram *z = new_zram_flags(GRP, t->disk, ZPOOL_F_MULTI_PAGE | ZPOOL_F_CHECKSUM);
+	unsigned char *run = malloc(GRP * PG);
+	const unsigned int hot = GRP - 1, cold = ZP_GROUP_PAGES > 1 ? GRP - 1 : 0;
+	unsigned int i;
+
+	for (i = 0; i < GRP; i++) {
+		rep_page(model[i], i, 0); /* the run compresses as one group */
+		memcpy(run + (size_t)i * PG, model[i], PG);
+	}
+	ck_assert_int_eq(zram_io(z, REQ_OP_WRITE, 0, run, GRP * (unsigned int)PG), 0);
+	ck_assert_int_eq(zram_set_recomp_algorithm(z, "lz4hc", 1), 0);
+	p.type = ZRAM_RECOMP_IDLE;
+	ck_assert_uint_eq(zram_idle_mark(z, 0), GRP);
+	ck_assert_int_eq(zram_io(z, REQ_OP_READ, hot * PG, run, PG), 0);
+	ck_assert_int_eq(zram_recompress(z, &p), cold ? 0 : GRP - 1);
+	for (i = 0; i < GRP; i++)
+		ck_assert_msg(!(block_flags(z, i) & ZRAM_BS_IDLE) == (i == hot || !cold),
+			      "page %u", i);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_IDLE, 0, UINT64_MAX), cold);
+	ck_assert_uint_eq(check_run(z, model, 0, GRP), cold);
+	zram_destroy(z);
+	tdisk_free(t);
+	free(run);
+}
+END_TEST
+
 /* Many writes in flight on a disk that completes later; one with batch 1. */
 START_TEST(test_batch)
 {
@@ -1102,7 +1141,8 @@ int main(void)
 	const TTest *const device[] = { test_modes, test_enospc, test_limit, test_backing_rules,
 					test_file_disk, test_batch, test_wait_sleeps, test_overwrite_in_flight,
 					test_second_run_while_in_flight,
-					test_block_pinned_while_read, test_multi_incompressible, NULL };
+					test_block_pinned_while_read, test_multi_incompressible,
+					test_group_waits_for_writeback, NULL };
 	/* _i = 0: a disk that completes inside submit_bio; 1: on its own thread. */
 	const TTest *const both[] = { test_partial_io, test_backing_fails, test_reset, test_race,
 				      test_multi_members, test_race_multi, NULL };

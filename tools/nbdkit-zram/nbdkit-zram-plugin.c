@@ -740,9 +740,9 @@ static void writeback_pass(void)
  * recompress= pages with recomp_algorithm and marks those it cannot shrink
  * incompressible; writeback then moves the writeback= pages, which
  * writeback=incompressible makes those.  Recompression takes the idle mark
- * off what it reads (Linux 6.13), so writeback=idle takes those pages a
- * pass later, after the next mark, and not on the mark that just had them
- * recompressed.  A failure is logged once, not at every pass, until the
+ * off what it tries (Linux 6.13), so writeback=idle takes those pages at
+ * a later pass, once recompression has nothing more to try on them, and
+ * not on the mark that just had them recompressed.  A failure is logged once, not at every pass, until the
  * outcome changes.
  */
 static void tier_pass(void)
