@@ -851,11 +851,29 @@ static void *race_control(void *arg)
 	return NULL;
 }
 
+/*
+ * A second recompression at the same time, as two writers of zblk's
+ * recompress file make: Linux runs one at a time (EAGAIN for another),
+ * here each page is taken under its slot's lock, and a page the other
+ * call moved since the scan is passed by.
+ */
+static void *race_recompress(void *arg)
+{
+	struct race *r = arg;
+
+	while (!atomic_load(&r->stop)) {
+		struct zram_recompress_params p = ZRAM_RECOMPRESS_PARAMS_INIT;
+
+		ck_assert_int_ge(zram_recompress(r->z, &p), 0);
+	}
+	return NULL;
+}
+
 /* _i = 1: with ZPOOL_F_MULTI_PAGE, writers write and read runs as well. */
 START_TEST(test_races)
 {
 	struct race r[2];
-	pthread_t w[2], c;
+	pthread_t w[2], c, c2;
 	const bool multi = _i == 1;
 	struct zram *z = new_zram_flags("lz4", ZPOOL_F_CHECKSUM | (multi ? ZPOOL_F_MULTI_PAGE : 0));
 	unsigned char page[PG], want[PG];
@@ -875,10 +893,13 @@ START_TEST(test_races)
 		ck_assert_int_eq(pthread_create(&w[i], NULL, race_writer, &r[i]), 0);
 	}
 	ck_assert_int_eq(pthread_create(&c, NULL, race_control, &r[0]), 0);
+	ck_assert_int_eq(pthread_create(&c2, NULL, race_recompress, &r[0]), 0);
 	for (i = 0; i < 2; i++)
 		pthread_join(w[i], NULL);
 	atomic_store(&r[0].stop, true);
 	pthread_join(c, NULL);
+	pthread_join(c2, NULL);
+	check_accounting(z, NPAGES, NPAGES);
 	for (i = 0; i < NPAGES; i++) {
 		unsigned int owner = multi ? i / GRP % 2 : i % 2;
 
