@@ -336,6 +336,15 @@ enum zram_wb_mode {
  * @first: the first page index to consider
  * @count: pages from @first; cut at the end of the disk (UINT64_MAX: all)
  *
+ * The pages of @mode in the range go largest object first (a page of a
+ * group counts its share of the group), ties in disk order, as Linux has
+ * chosen them since 6.13: every page takes a whole block and a page of the
+ * budget, so a budget or a disk too small for all of them is spent where
+ * it frees the most memory.  The order is exact for up to 262,144
+ * candidates (1 GiB of 4 KiB pages); beyond that the range goes in windows
+ * of that many, each sorted, in disk order.  A page that changed since it
+ * was chosen is checked again before it is written.
+ *
  * Up to the batch size (zram_set_writeback_batch_size(), 32 by default) of
  * writes are in flight at once, each refilled as one completes; with a disk
  * that completes bios inside submit_bio() that is one at a time.  Holds the

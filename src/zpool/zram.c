@@ -192,6 +192,22 @@ static int read_page(struct zram *z, struct bio *bio, uint64_t index, unsigned i
 	return ret;
 }
 
+int zram__cand_cmp(const void *a, const void *b)
+{
+	const struct zram__cand *x = a, *y = b;
+
+	if (x->size != y->size)
+		return x->size < y->size ? 1 : -1;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+uint32_t zram__page_bytes(struct zram *z, uint32_t handle)
+{
+	if (zpool__obj_class_size(z->pool, handle))
+		return (uint32_t)zpool_obj_size(z->pool, handle);
+	return (uint32_t)zpool__obj_share(z->pool, handle);
+}
+
 static bool all_zero(const unsigned char *p, size_t len)
 {
 	return !len || (!p[0] && !memcmp(p, p + 1, len - 1));

@@ -136,6 +136,25 @@ uint32_t zram__slot_swap(struct zram *z, struct zram_slot *s, uint32_t handle, b
  */
 int zram__store_page(struct zram *z, const void *page, uint32_t *handle, bool *zero);
 
+/*
+ * A page a tier selected: its index, the bytes its object holds
+ * (zram__page_bytes()) and the handle seen then.  zram__cand_cmp() orders
+ * candidates as Linux's post-processing does since 6.13, for recompression
+ * and writeback alike: largest object first, ties in disk order.
+ */
+struct zram__cand {
+	uint64_t index;
+	uint32_t size;
+	uint32_t handle;
+};
+int zram__cand_cmp(const void *a, const void *b);
+
+/*
+ * The bytes a page's object holds: its object's length, or for a page of a
+ * group (ZPOOL_F_MULTI_PAGE) its share of the group.  The slot is locked.
+ */
+uint32_t zram__page_bytes(struct zram *z, uint32_t handle);
+
 /* The slot of page @index; NULL if it has no leaf and @create is false. */
 struct zram_slot *zram__slot_get(struct zram *z, uint64_t index, bool create);
 

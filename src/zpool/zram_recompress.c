@@ -172,12 +172,6 @@ out:
 	return ret;
 }
 
-struct cand {
-	uint64_t index;
-	uint32_t size;
-	uint32_t handle;
-};
-
 struct scan {
 	const struct zram_recompress_params *p;
 	unsigned int hi;	/* the highest priority to try */
@@ -185,9 +179,9 @@ struct scan {
 	unsigned int lo;	/* the lowest priority to try */
 	bool multi;		/* ZPOOL_F_MULTI_PAGE: neighbours go together */
 	unsigned char *buf;	/* a group's pages, decompressed */
-	struct cand run[ZP_GROUP_PAGES]; /* multi: neighbours not tried yet */
+	struct zram__cand run[ZP_GROUP_PAGES]; /* multi: neighbours not tried yet */
 	unsigned int run_n;
-	struct cand *v;		/* otherwise: every page selected */
+	struct zram__cand *v;		/* otherwise: every page selected */
 	size_t n, cap;
 	uint64_t tries;
 	int64_t done;
@@ -210,27 +204,13 @@ static uint32_t selected(struct zram *z, struct scan *sc, struct zram_slot *s)
 	if ((sc->p->type == ZRAM_RECOMP_IDLE || sc->p->type == ZRAM_RECOMP_HUGE_IDLE) &&
 	    !(f & ZRAM_IDLE))
 		return 0;
-	/* A page of a group (only a multi-page pool has them): its share. */
-	if (zpool__obj_class_size(z->pool, s->handle))
-		size = zpool_obj_size(z->pool, s->handle);
-	else
-		size = zpool__obj_share(z->pool, s->handle);
+	size = zram__page_bytes(z, s->handle);
 	if ((sc->p->type == ZRAM_RECOMP_HUGE || sc->p->type == ZRAM_RECOMP_HUGE_IDLE) &&
 	    size != ZP_PAGE_SIZE)
 		return 0;
 	if (size < sc->p->threshold)
 		return 0;
 	return (uint32_t)size;
-}
-
-/* Largest first, as Linux 6.19's size buckets; ties in disk order. */
-static int cand_cmp(const void *a, const void *b)
-{
-	const struct cand *x = a, *y = b;
-
-	if (x->size != y->size)
-		return x->size < y->size ? 1 : -1;
-	return x->index < y->index ? -1 : x->index > y->index;
 }
 
 /*
@@ -256,7 +236,7 @@ static void judged(struct zram_slot *s)
  * smaller size class.  1 if recompressed, 0 if not, or -errno.
  */
 static int recompress_one(struct zram *z, struct scan *sc, unsigned int lo,
-			  const struct cand *cd, void *page)
+			  const struct zram__cand *cd, void *page)
 {
 	struct zram_slot *s = zram__slot_get(z, cd->index, false);
 	zpool_handle_t nh = 0;
@@ -328,7 +308,7 @@ static int recompress_one(struct zram *z, struct scan *sc, unsigned int lo,
  * been kept raw: its caller tries those pages one at a time.
  */
 static int recompress_run(struct zram *z, struct scan *sc, unsigned int lo,
-			  const struct cand *cd, unsigned int nr, unsigned char *buf)
+			  const struct zram__cand *cd, unsigned int nr, unsigned char *buf)
 {
 	struct zram_slot *s[ZP_GROUP_PAGES];
 	zpool_handle_t old[ZP_GROUP_PAGES], nh[ZP_GROUP_PAGES];
@@ -413,7 +393,8 @@ out:
  * Try the pages of one candidate: recompress_one() each, or, in a
  * multi-page pool, the neighbours gathered in @sc->run together first.
  */
-static void try_pages(struct zram *z, struct scan *sc, const struct cand *cd, unsigned int nr)
+static void try_pages(struct zram *z, struct scan *sc, const struct zram__cand *cd,
+		      unsigned int nr)
 {
 	unsigned int i;
 	int ret;
@@ -465,7 +446,7 @@ static void scan_slot(struct zram *z, struct zram_slot *s, uint64_t index, void 
 			if (sc->err || !budget_left(sc, 0))
 				return;
 		}
-		sc->run[sc->run_n++] = (struct cand){ index, size, h };
+		sc->run[sc->run_n++] = (struct zram__cand){ index, size, h };
 		if (sc->run_n == ZP_GROUP_PAGES || !budget_left(sc, sc->run_n)) {
 			try_pages(z, sc, sc->run, sc->run_n);
 			sc->run_n = 0;
@@ -474,7 +455,7 @@ static void scan_slot(struct zram *z, struct zram_slot *s, uint64_t index, void 
 	}
 	if (sc->n == sc->cap) {
 		size_t cap = sc->cap ? sc->cap * 2 : 256;
-		struct cand *v = zpool__os_alloc(cap * sizeof(*v));
+		struct zram__cand *v = zpool__os_alloc(cap * sizeof(*v));
 
 		if (!v) {
 			sc->err = -ENOMEM;
@@ -486,7 +467,7 @@ static void scan_slot(struct zram *z, struct zram_slot *s, uint64_t index, void 
 		sc->v = v;
 		sc->cap = cap;
 	}
-	sc->v[sc->n++] = (struct cand){ index, size, h };
+	sc->v[sc->n++] = (struct zram__cand){ index, size, h };
 }
 
 /* The priorities to try: [*lo, *hi], or -EINVAL if none is usable. */
@@ -542,7 +523,7 @@ int64_t zram_recompress(struct zram *z, const struct zram_recompress_params *p)
 		try_pages(z, &sc, sc.run, sc.run_n);
 	/* With no candidate sc.v is NULL, which qsort() may not be given. */
 	if (sc.n && !sc.err)
-		qsort(sc.v, sc.n, sizeof(*sc.v), cand_cmp);
+		qsort(sc.v, sc.n, sizeof(*sc.v), zram__cand_cmp);
 	for (i = 0; i < sc.n && !sc.err && budget_left(&sc, 0); i++)
 		try_pages(z, &sc, &sc.v[i], 1);
 	ret = sc.err;

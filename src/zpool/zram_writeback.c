@@ -6,6 +6,7 @@
  * over, the writeback budget, bd_stat and block_state.
  */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <libbvec/bio.h>
 
@@ -639,32 +640,39 @@ static bool page_incompressible(uint32_t flags)
 #endif
 }
 
+/* Under the slot's lock: is the page one @mode writes back? */
+static bool wb_candidate(struct zram *z, struct zram_slot *s, enum zram_wb_mode mode)
+{
+	uint32_t f = atomic_load_explicit(&s->flags, memory_order_relaxed);
+	size_t size;
+
+	if (!s->handle || (f & (ZRAM_WB | ZRAM_UNDER_WB | ZRAM_WB_CLAIM)))
+		return false;
+	if ((mode & ZRAM_WB_IDLE) && !(f & ZRAM_IDLE))
+		return false;
+	size = zpool_obj_size(z->pool, s->handle);
+	if (!size) /* same-filled: no zspage memory to free */
+		return false;
+	if ((mode & ZRAM_WB_HUGE) && !page_huge(z, f, size))
+		return false;
+	return !(mode & ZRAM_WB_INCOMPRESSIBLE) || page_incompressible(f);
+}
+
 /*
- * Under the slot's lock: is the page one to write back?  If so, charge the
- * budget, take a block, copy the page out and mark the slot.  0: @q is
- * ready; 1: not this page; -EIO, -ENOSPC: stop.
+ * Under the slot's lock: is the page still one to write back?  If so,
+ * charge the budget, take a block, copy the page out and mark the slot.
+ * 0: @q is ready; 1: not this page; -EIO, -ENOSPC: stop.
  */
 static int select_page(struct zram *z, struct zram_slot *s, enum zram_wb_mode mode,
 		       struct wb_req *q)
 {
 	struct zram__wb *wb = z->wb;
-	uint32_t f, h;
-	size_t size;
+	uint32_t h;
 	int ret = 1;
 
 	slot_lock(s);
-	f = atomic_load_explicit(&s->flags, memory_order_relaxed);
 	h = s->handle;
-	if (!h || (f & (ZRAM_WB | ZRAM_UNDER_WB | ZRAM_WB_CLAIM)))
-		goto out;
-	if ((mode & ZRAM_WB_IDLE) && !(f & ZRAM_IDLE))
-		goto out;
-	size = zpool_obj_size(z->pool, h);
-	if (!size) /* same-filled: no zspage memory to free */
-		goto out;
-	if ((mode & ZRAM_WB_HUGE) && !page_huge(z, f, size))
-		goto out;
-	if ((mode & ZRAM_WB_INCOMPRESSIBLE) && !page_incompressible(f))
+	if (!wb_candidate(z, s, mode))
 		goto out;
 	zpool__mutex_lock(wb->lock);
 	q->charged = false;
@@ -767,10 +775,73 @@ static int run_init(struct wb_run *run, struct zram *z)
 	return 0;
 }
 
+/*
+ * As Linux since 6.13, the largest objects go first: a block of the backing
+ * disk and a unit of the budget cost the same for a 48-byte object as for
+ * a huge page, and only the huge page gives back a page of memory.  Linux
+ * sorts every candidate into size buckets kept in its slots; the 12-byte
+ * slot has no room for that, so candidates are gathered and sorted a window
+ * at a time, up to WB_WINDOW of them (4 MiB; 1 GiB of 4 KiB pages), and a
+ * disk with more goes window by window in disk order.  With no memory for
+ * a window, a small one on the stack keeps writeback going: it is what
+ * frees memory.
+ */
+#define WB_WINDOW (1u << 18)
+#define WB_WINDOW_STACK 64u
+
+struct wb_window {
+	struct zram__cand *v;
+	size_t cap, n;
+};
+
+static void window_init(struct wb_window *w, struct zram__cand *stack, uint64_t pages)
+{
+	size_t cap = (size_t)zpool__min(pages, WB_WINDOW);
+
+	w->n = 0;
+	w->v = NULL;
+	while (cap > WB_WINDOW_STACK && !(w->v = zpool__os_alloc(cap * sizeof(*w->v))))
+		cap /= 2;
+	if (!w->v) {
+		w->v = stack;
+		cap = WB_WINDOW_STACK;
+	}
+	w->cap = cap;
+}
+
+/*
+ * The next window: the candidates from *@i on, until the window is full
+ * or @end; *@i moves past the pages looked at.  Sorted largest first.
+ */
+static void window_fill(struct zram *z, enum zram_wb_mode mode, struct wb_window *w,
+			uint64_t *i, uint64_t end)
+{
+	w->n = 0;
+	for (; *i < end && w->n < w->cap; ++*i) {
+		struct zram_slot *s = zram__slot_get(z, *i, false);
+
+		if (!s) {
+			/* No leaf: nothing stored up to the next one. */
+			*i = (*i / SLOTS_PER_LEAF + 1) * SLOTS_PER_LEAF - 1;
+			continue;
+		}
+		slot_lock(s);
+		if (wb_candidate(z, s, mode))
+			w->v[w->n++] = (struct zram__cand){ *i, zram__page_bytes(z, s->handle),
+							    s->handle };
+		slot_unlock(s);
+	}
+	if (w->n > 1)
+		qsort(w->v, w->n, sizeof(*w->v), zram__cand_cmp);
+}
+
 int64_t zram_writeback(struct zram *z, enum zram_wb_mode mode, uint64_t first, uint64_t count)
 {
+	struct zram__cand stack[WB_WINDOW_STACK];
+	struct wb_window w;
 	struct wb_run run;
 	uint64_t end, i;
+	size_t k;
 	int ret;
 
 	if (!z || (unsigned int)mode > ZRAM_WB_INCOMPRESSIBLE)
@@ -790,24 +861,27 @@ int64_t zram_writeback(struct zram *z, enum zram_wb_mode mode, uint64_t first, u
 		return ret;
 	}
 	end = first + zpool__min(count, z->nr_pages - first);
-	for (i = first; i < end; i++) {
-		struct zram_slot *s = zram__slot_get(z, i, false);
+	window_init(&w, stack, end - first);
+	for (i = first; i < end && !run.err;) {
+		window_fill(z, mode, &w, &i, end);
+		for (k = 0; k < w.n; k++) {
+			/* Leaves go only with reset, which waits for this run. */
+			struct zram_slot *s = zram__slot_get(z, w.v[k].index, false);
 
-		if (!s) {
-			/* No leaf: nothing stored up to the next one. */
-			i = (i / SLOTS_PER_LEAF + 1) * SLOTS_PER_LEAF - 1;
-			continue;
-		}
-		reap(&run, !run.idle);
-		run.idle->index = i;
-		ret = select_page(z, s, mode, run.idle);
-		if (ret > 0)
-			continue;
-		if (ret < 0 || (ret = submit_write(&run, run.idle))) {
-			run.err = ret;
-			break;
+			reap(&run, !run.idle);
+			run.idle->index = w.v[k].index;
+			/* Changed since the window was filled: asked again. */
+			ret = select_page(z, s, mode, run.idle);
+			if (ret > 0)
+				continue;
+			if (ret < 0 || (ret = submit_write(&run, run.idle))) {
+				run.err = ret;
+				break;
+			}
 		}
 	}
+	if (w.v != stack)
+		zpool__os_free(w.v);
 	while (run.inflight)
 		reap(&run, true);
 	/* The last completion may still be on its way out of done_lock. */

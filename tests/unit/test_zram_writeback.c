@@ -272,17 +272,62 @@ START_TEST(test_enospc)
 	struct zram *z = new_zram(NP, t->disk);
 
 	fill(z, model, 4);
+	/* Largest first: three of the four raw pages, in disk order. */
 	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, UINT64_MAX), -ENOSPC);
-	ck_assert(page_on_backing(z, 0) && page_on_backing(z, 1) && page_on_backing(z, 2));
-	ck_assert(!page_on_backing(z, 3));
+	ck_assert(page_on_backing(z, 4) && page_on_backing(z, 5) && page_on_backing(z, 6));
+	ck_assert(!page_on_backing(z, 7) && !page_on_backing(z, 0));
 	check_bd(z, 3, 0, 3);
 	/* A freed block is found again (first fit). */
-	ck_assert_int_eq(zram_io(z, REQ_OP_DISCARD, PG, NULL, PG), 0);
-	memset(model[1], 0, PG);
-	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 5, 1), 1);
-	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 6, 1), -ENOSPC);
+	ck_assert_int_eq(zram_io(z, REQ_OP_DISCARD, 5 * PG, NULL, PG), 0);
+	memset(model[5], 0, PG);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 9, 1), 1);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 10, 1), -ENOSPC);
 	check_bd(z, 3, 0, 4);
 	check_mm(z, NP - 1, false);
+	check_all(z, model, NP);
+	zram_destroy(z);
+	tdisk_free(t);
+}
+END_TEST
+
+/*
+ * As Linux since 6.13: the largest objects are written back first, so that
+ * a budget (or a backing disk) too small for every page frees the most
+ * memory.  In disk order the four text pages would go before the four raw
+ * ones; then the largest of what is left, page by page.
+ */
+START_TEST(test_largest_first)
+{
+	static unsigned char model[NP][PG];
+	struct tdisk *t = tdisk_new(64, false);
+	struct zram *z = new_zram(NP, t->disk);
+	size_t size[NP], least_out, most_in;
+	unsigned int i, round;
+
+	fill(z, model, 6);
+	for (i = 0; i < NP; i++)
+		size[i] = i == 8 ? 0 : zpool_obj_size(z->pool, handle_of(z, i));
+	zram_set_writeback_limit_enable(z, true);
+	for (round = 0; round < 3; round++) {
+		zram_set_writeback_limit(z, (round ? 3 : 4) * UNITS);
+		ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, UINT64_MAX), -EIO);
+		if (!round)
+			for (i = 0; i < NP; i++)
+				ck_assert_msg(page_on_backing(z, i) == (i >= 4 && i < 8), "page %u", i);
+		least_out = PG;
+		most_in = 0;
+		for (i = 0; i < NP; i++) {
+			if (i == 8)
+				continue;
+			if (page_on_backing(z, i))
+				least_out = size[i] < least_out ? size[i] : least_out;
+			else
+				most_in = size[i] > most_in ? size[i] : most_in;
+		}
+		ck_assert_msg(least_out >= most_in, "round %u: a %zu-byte page went, a %zu-byte one "
+			      "stayed", round, least_out, most_in);
+	}
+	check_bd(z, 10, 0, 10);
 	check_all(z, model, NP);
 	zram_destroy(z);
 	tdisk_free(t);
@@ -1138,7 +1183,8 @@ END_TEST
 
 int main(void)
 {
-	const TTest *const device[] = { test_modes, test_enospc, test_limit, test_backing_rules,
+	const TTest *const device[] = { test_modes, test_enospc, test_largest_first, test_limit,
+					test_backing_rules,
 					test_file_disk, test_batch, test_wait_sleeps, test_overwrite_in_flight,
 					test_second_run_while_in_flight,
 					test_block_pinned_while_read, test_multi_incompressible,
