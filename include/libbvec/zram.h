@@ -340,10 +340,12 @@ enum zram_wb_mode {
  * group counts its share of the group), ties in disk order, as Linux has
  * chosen them since 6.13: every page takes a whole block and a page of the
  * budget, so a budget or a disk too small for all of them is spent where
- * it frees the most memory.  The order is exact for up to 262,144
- * candidates (1 GiB of 4 KiB pages); beyond that the range goes in windows
- * of that many, each sorted, in disk order.  A page that changed since it
- * was chosen is checked again before it is written.
+ * it frees the most memory.  The candidates are sorted a window at a time,
+ * windows in disk order: a window holds 262,144 of them (1 GiB of 4 KiB
+ * pages) when the run can allocate its 4 MiB, fewer (down to 64, on the
+ * stack) when it cannot, so the order is exact only for a range with no
+ * more candidates than the window.  A page rewritten since it was chosen
+ * is passed over; one whose flags changed is checked again.
  *
  * Up to the batch size (zram_set_writeback_batch_size(), 32 by default) of
  * writes are in flight at once, each refilled as one completes; with a disk
@@ -351,7 +353,9 @@ enum zram_wb_mode {
  * device shared for its whole run (zram_reset() waits for it); I/O to any
  * page proceeds meanwhile.  Writing stops at the first page that finds the
  * backing disk full or the writeback budget spent; writes already in flight
- * complete.  A page selected is charged to the budget and counted in
+ * complete.  A backing write that fails does not stop it: that page stays
+ * in memory, the others are still tried, and -EIO is returned, as Linux
+ * does.  A page selected is charged to the budget and counted in
  * bd_writes when its write completes successfully, even if it was
  * overwritten meanwhile (the disk was written).
  *

@@ -187,6 +187,12 @@ int zram__wb_rmw(struct zram *z, struct bio *bio, uint64_t index, uint32_t hblk,
 		 unsigned int off, const void *src, unsigned int len);
 void zram__wb_reset(struct zram *z);
 void zram__wb_destroy(struct zram *z);
+/*
+ * Sort at most @n writeback candidates at a time (0: the default, 2^18).
+ * For tests: a window of a few candidates shows on a small device what
+ * a disk of more than a GiB does window by window.
+ */
+void zram__wb_set_window(struct zram *z, size_t n);
 
 /*
  * zram.c's write of part of a page, for the tier to redo one whose slot

@@ -16,6 +16,21 @@
 #define UNITS_PER_PAGE ((uint64_t)(ZP_PAGE_SIZE >= 4096 ? ZP_PAGE_SIZE / 4096 : 1))
 #define SECTORS_PER_PAGE ((sector_t)(ZP_PAGE_SIZE >> BVEC_SECTOR_SHIFT))
 #define WB_BATCH_DEFAULT 32u
+
+/*
+ * As Linux since 6.13, the largest objects go first: a block of the backing
+ * disk and a unit of the budget cost the same for a 48-byte object as for
+ * a huge page, and only the huge page gives back a page of memory.  Linux
+ * sorts every candidate into size buckets kept in its slots; the 12-byte
+ * slot has no room for that, so candidates are gathered and sorted a window
+ * at a time, up to WB_WINDOW of them (4 MiB; 1 GiB of 4 KiB pages), and a
+ * disk with more goes window by window in disk order.  With no memory for
+ * a window, a small one on the stack keeps writeback going: it is what
+ * frees memory.
+ */
+#define WB_WINDOW (1u << 18)
+#define WB_WINDOW_STACK 64u
+
 #define WB_BATCH_MAX 256u
 /* handle is 32 bits and holds block + 1; all ones stays unused. */
 #define WB_MAX_BLOCKS ((uint64_t)UINT32_MAX - 1)
@@ -47,6 +62,7 @@ struct zram__wb {
 	bool limit_enable;
 	uint64_t budget;	/* 4 KiB units */
 	atomic_uint batch;
+	atomic_size_t window;	/* candidates sorted at once: WB_WINDOW */
 	atomic_uint_fast64_t bd_reads;	/* pages */
 	atomic_uint_fast64_t bd_writes;	/* pages */
 	/*
@@ -207,6 +223,7 @@ int zram__wb_init(struct zram *z)
 		return -ENOMEM;
 	}
 	atomic_init(&wb->batch, WB_BATCH_DEFAULT);
+	atomic_init(&wb->window, WB_WINDOW);
 	z->wb = wb;
 	return 0;
 }
@@ -659,12 +676,15 @@ static bool wb_candidate(struct zram *z, struct zram_slot *s, enum zram_wb_mode 
 }
 
 /*
- * Under the slot's lock: is the page still one to write back?  If so,
- * charge the budget, take a block, copy the page out and mark the slot.
+ * Under the slot's lock: is the page still the one chosen, and still one to
+ * write back?  If so, charge the budget, take a block, copy the page out and
+ * mark the slot.  A page rewritten since its window was filled is passed
+ * over, as Linux passes over a slot freed since it was sorted: its place in
+ * the order was earned by data it no longer holds.
  * 0: @q is ready; 1: not this page; -EIO, -ENOSPC: stop.
  */
 static int select_page(struct zram *z, struct zram_slot *s, enum zram_wb_mode mode,
-		       struct wb_req *q)
+		       uint32_t chosen, struct wb_req *q)
 {
 	struct zram__wb *wb = z->wb;
 	uint32_t h;
@@ -672,7 +692,7 @@ static int select_page(struct zram *z, struct zram_slot *s, enum zram_wb_mode mo
 
 	slot_lock(s);
 	h = s->handle;
-	if (!wb_candidate(z, s, mode))
+	if (h != chosen || !wb_candidate(z, s, mode))
 		goto out;
 	zpool__mutex_lock(wb->lock);
 	q->charged = false;
@@ -775,28 +795,16 @@ static int run_init(struct wb_run *run, struct zram *z)
 	return 0;
 }
 
-/*
- * As Linux since 6.13, the largest objects go first: a block of the backing
- * disk and a unit of the budget cost the same for a 48-byte object as for
- * a huge page, and only the huge page gives back a page of memory.  Linux
- * sorts every candidate into size buckets kept in its slots; the 12-byte
- * slot has no room for that, so candidates are gathered and sorted a window
- * at a time, up to WB_WINDOW of them (4 MiB; 1 GiB of 4 KiB pages), and a
- * disk with more goes window by window in disk order.  With no memory for
- * a window, a small one on the stack keeps writeback going: it is what
- * frees memory.
- */
-#define WB_WINDOW (1u << 18)
-#define WB_WINDOW_STACK 64u
 
 struct wb_window {
 	struct zram__cand *v;
 	size_t cap, n;
 };
 
-static void window_init(struct wb_window *w, struct zram__cand *stack, uint64_t pages)
+static void window_init(struct wb_window *w, struct zram *z, struct zram__cand *stack,
+			uint64_t pages)
 {
-	size_t cap = (size_t)zpool__min(pages, WB_WINDOW);
+	size_t cap = (size_t)zpool__min(pages, atomic_load(&z->wb->window));
 
 	w->n = 0;
 	w->v = NULL;
@@ -804,9 +812,14 @@ static void window_init(struct wb_window *w, struct zram__cand *stack, uint64_t 
 		cap /= 2;
 	if (!w->v) {
 		w->v = stack;
-		cap = WB_WINDOW_STACK;
+		cap = (size_t)zpool__min(cap, WB_WINDOW_STACK);
 	}
 	w->cap = cap;
+}
+
+void zram__wb_set_window(struct zram *z, size_t n)
+{
+	atomic_store(&z->wb->window, n ? n : WB_WINDOW);
 }
 
 /*
@@ -841,6 +854,7 @@ int64_t zram_writeback(struct zram *z, enum zram_wb_mode mode, uint64_t first, u
 	struct wb_window w;
 	struct wb_run run;
 	uint64_t end, i;
+	bool stop = false;
 	size_t k;
 	int ret;
 
@@ -861,22 +875,28 @@ int64_t zram_writeback(struct zram *z, enum zram_wb_mode mode, uint64_t first, u
 		return ret;
 	}
 	end = first + zpool__min(count, z->nr_pages - first);
-	window_init(&w, stack, end - first);
-	for (i = first; i < end && !run.err;) {
+	window_init(&w, z, stack, end - first);
+	/*
+	 * A backing write that fails (run.err = -EIO from its completion) does
+	 * not end the run: the other pages are still tried, and the error is
+	 * returned at the end.  What ends it is a page that cannot be selected
+	 * (budget spent, disk full) or a bio that cannot be had.
+	 */
+	for (i = first; i < end && !stop;) {
 		window_fill(z, mode, &w, &i, end);
-		for (k = 0; k < w.n; k++) {
+		for (k = 0; k < w.n && !stop; k++) {
 			/* Leaves go only with reset, which waits for this run. */
 			struct zram_slot *s = zram__slot_get(z, w.v[k].index, false);
 
 			reap(&run, !run.idle);
 			run.idle->index = w.v[k].index;
 			/* Changed since the window was filled: asked again. */
-			ret = select_page(z, s, mode, run.idle);
+			ret = select_page(z, s, mode, w.v[k].handle, run.idle);
 			if (ret > 0)
 				continue;
 			if (ret < 0 || (ret = submit_write(&run, run.idle))) {
 				run.err = ret;
-				break;
+				stop = true;
 			}
 		}
 	}

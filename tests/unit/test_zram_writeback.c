@@ -334,6 +334,50 @@ START_TEST(test_largest_first)
 }
 END_TEST
 
+/*
+ * A device with more candidates than a window (2^18, a GiB of 4 KiB pages)
+ * sorts them a window at a time, windows in disk order.  Windows of three
+ * candidates show that on the small device: a failed backing write ends
+ * neither its window nor the run, and the order is largest first within
+ * each window.
+ */
+START_TEST(test_windows)
+{
+	static unsigned char model[NP][PG];
+	struct tdisk *t = tdisk_new(64, _i == 1);
+	struct zram *z = new_zram(NP, t->disk);
+	struct zram_io_stat ios;
+	unsigned int i;
+
+	fill(z, model, 8);
+	zram__wb_set_window(z, 3);
+	/* Every write fails: all 15 pages tried, over five windows; none lost. */
+	atomic_store(&t->fail_writes, true);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, UINT64_MAX), -EIO);
+	zram_io_stat(z, &ios);
+	ck_assert_uint_eq(ios.failed_writes, 15);
+	check_bd(z, 0, 0, 0);
+	check_all(z, model, NP);
+	atomic_store(&t->fail_writes, false);
+	/*
+	 * A budget of five pages: the first window (text pages 0-2) whole,
+	 * then of the second (3-5) the two raw pages before the text one.
+	 */
+	zram_set_writeback_limit_enable(z, true);
+	zram_set_writeback_limit(z, 5 * UNITS);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, UINT64_MAX), -EIO);
+	for (i = 0; i < NP; i++)
+		ck_assert_msg(page_on_backing(z, i) == (i <= 2 || i == 4 || i == 5), "page %u", i);
+	/* The rest, window by window, failures forgotten. */
+	zram_set_writeback_limit_enable(z, false);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, UINT64_MAX), 10);
+	check_bd(z, 15, 0, 15);
+	check_all(z, model, NP);
+	zram_destroy(z);
+	tdisk_free(t);
+}
+END_TEST
+
 START_TEST(test_limit)
 {
 	static unsigned char model[NP][PG];
@@ -1190,8 +1234,8 @@ int main(void)
 					test_block_pinned_while_read, test_multi_incompressible,
 					test_group_waits_for_writeback, NULL };
 	/* _i = 0: a disk that completes inside submit_bio; 1: on its own thread. */
-	const TTest *const both[] = { test_partial_io, test_backing_fails, test_reset, test_race,
-				      test_multi_members, test_race_multi, NULL };
+	const TTest *const both[] = { test_partial_io, test_backing_fails, test_windows, test_reset,
+				      test_race, test_multi_members, test_race_multi, NULL };
 	/* _i = 0: page by page; 1: ZPOOL_F_MULTI_PAGE. */
 	const TTest *const pool_modes[] = { test_recompress_then_writeback, NULL };
 	const struct test_group groups[] = {
