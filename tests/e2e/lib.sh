@@ -36,6 +36,8 @@ cleanup() {
 		pgrep -f -- "$MNT" >/dev/null || break
 		sleep 0.1
 	done
+	# A script's own teardown, once zblk is gone (a mount under $WORK).
+	declare -F cleanup_hook >/dev/null && cleanup_hook
 	if compgen -G "$WORK/sanitizer.*" >/dev/null; then
 		cat "$WORK"/sanitizer.* >&2
 		echo "FAIL: zblk's sanitizer reports above" >&2

@@ -341,7 +341,7 @@ static int wb_file(enum file f, char *buf, size_t size, off_t off, bool write)
 	char text[4096];
 	struct zblk_kv kv[64];
 	uint64_t range[64][2], v, a, b, pages = zb.disksize / PAGE;
-	int n, i, nr = 0, mode = -1, m;
+	int n, i, nr = 0, mode = -1, m, err;
 	unsigned int k;
 	bool on;
 
@@ -453,14 +453,23 @@ static int wb_file(enum file f, char *buf, size_t size, off_t off, bool write)
 			range[0][0] = 0;
 			range[nr++][1] = pages - 1;
 		}
+		/*
+		 * A failed backing write (-EIO) does not stop the later ranges,
+		 * as it does not stop the rest of one: Linux tries every page it
+		 * selected and returns the error.  A budget spent (also -EIO)
+		 * stops each later range at its first page.
+		 */
+		err = 0;
 		for (i = 0; i < nr; i++) {
 			int64_t r = zram_writeback(z, mode < 0 ? ZRAM_WB_ALL : (enum zram_wb_mode)mode,
 						   range[i][0], range[i][1] - range[i][0] + 1);
 
-			if (r < 0)
+			if (r == -EIO)
+				err = -EIO;
+			else if (r < 0)
 				return (int)r;
 		}
-		return (int)size;
+		return err ? err : (int)size;
 	default:
 		return -EACCES;
 	}
