@@ -344,25 +344,30 @@ enum zram_wb_mode {
  * windows in disk order: a window holds 262,144 of them (1 GiB of 4 KiB
  * pages) when the run can allocate its 4 MiB, fewer (down to 64, on the
  * stack) when it cannot, so the order is exact only for a range with no
- * more candidates than the window.  A page rewritten since it was chosen
- * is passed over; one whose flags changed is checked again.
+ * more candidates than the window.  A page whose object changed since it
+ * was chosen (rewritten, or on a %ZPOOL_F_MULTI_PAGE pool regrouped by
+ * zram_compact()) is passed over for this run, unless its new object got
+ * the old handle back; one whose flags changed is checked again.  Either
+ * way what is written is the page's data at that moment.
  *
  * Up to the batch size (zram_set_writeback_batch_size(), 32 by default) of
  * writes are in flight at once, each refilled as one completes; with a disk
  * that completes bios inside submit_bio() that is one at a time.  Holds the
  * device shared for its whole run (zram_reset() waits for it); I/O to any
- * page proceeds meanwhile.  Writing stops at the first page that finds the
- * backing disk full or the writeback budget spent; writes already in flight
- * complete.  A backing write that fails does not stop it: that page stays
- * in memory, the others are still tried, and -EIO is returned, as Linux
- * does.  A page selected is charged to the budget and counted in
- * bd_writes when its write completes successfully, even if it was
- * overwritten meanwhile (the disk was written).
+ * page proceeds meanwhile.  A write in flight holds its block and its page
+ * of the budget; a successful one keeps them (counted in bd_writes, even if
+ * the page was overwritten meanwhile: the disk was written), a failed one
+ * gives them back, and its page stays in memory.  So writing stops at the
+ * first page that finds the backing disk full or the budget spent once this
+ * run's writes have completed.  A failed write does not stop it: the other
+ * pages are still tried, and -EIO is returned, as Linux does.
  *
  * Return: pages written back (0 if none matched); or -EINVAL (NULL @zram,
- * unknown @mode, @first past the end), -ENODEV (no backing disk), -ENOSPC
- * (the backing disk filled up), -EIO (the budget ran out, or a backing
- * write failed) even if some pages were written back before it.
+ * unknown @mode, @first past the end), -ENODEV (no backing disk), -ENOMEM
+ * (no memory for the run or a bio), -ENOSPC (the backing disk filled up),
+ * -EIO (the budget ran out, or a backing write failed), even if some pages
+ * were written back before it.  Why the run stopped (-ENOSPC, the budget's
+ * -EIO, -ENOMEM) is returned over a failed write's -EIO.
  */
 BVEC_API int64_t zram_writeback(struct zram *zram, enum zram_wb_mode mode, uint64_t first,
 				uint64_t count);

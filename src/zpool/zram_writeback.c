@@ -530,7 +530,8 @@ struct wb_run {
 	_Atomic(struct wb_req *) done;	/* pushed by completions, any thread */
 	struct wb_req *idle;		/* free requests */
 	unsigned int inflight;
-	int err;
+	int err;			/* -EIO: a backing write failed */
+	int stop;			/* why the run stopped early, or 0 */
 	int64_t written;
 };
 
@@ -854,7 +855,6 @@ int64_t zram_writeback(struct zram *z, enum zram_wb_mode mode, uint64_t first, u
 	struct wb_window w;
 	struct wb_run run;
 	uint64_t end, i;
-	bool stop = false;
 	size_t k;
 	int ret;
 
@@ -882,22 +882,33 @@ int64_t zram_writeback(struct zram *z, enum zram_wb_mode mode, uint64_t first, u
 	 * returned at the end.  What ends it is a page that cannot be selected
 	 * (budget spent, disk full) or a bio that cannot be had.
 	 */
-	for (i = first; i < end && !stop;) {
+	for (i = first; i < end && !run.stop;) {
 		window_fill(z, mode, &w, &i, end);
-		for (k = 0; k < w.n && !stop; k++) {
+		for (k = 0; k < w.n && !run.stop; k++) {
 			/* Leaves go only with reset, which waits for this run. */
 			struct zram_slot *s = zram__slot_get(z, w.v[k].index, false);
 
-			reap(&run, !run.idle);
-			run.idle->index = w.v[k].index;
-			/* Changed since the window was filled: asked again. */
-			ret = select_page(z, s, mode, w.v[k].handle, run.idle);
+			for (;;) {
+				reap(&run, !run.idle);
+				run.idle->index = w.v[k].index;
+				/* Changed since the window was filled: asked again. */
+				ret = select_page(z, s, mode, w.v[k].handle, run.idle);
+				if (ret >= 0 || !run.inflight)
+					break;
+				/*
+				 * Writes in flight hold budget and blocks until
+				 * they complete, and one that fails gives them
+				 * back: only with none in flight is the budget
+				 * spent or the disk full.
+				 */
+				reap(&run, true);
+			}
 			if (ret > 0)
 				continue;
-			if (ret < 0 || (ret = submit_write(&run, run.idle))) {
-				run.err = ret;
-				stop = true;
-			}
+			if (!ret)
+				ret = submit_write(&run, run.idle);
+			if (ret)
+				run.stop = ret;
 		}
 	}
 	if (w.v != stack)
@@ -909,6 +920,9 @@ int64_t zram_writeback(struct zram *z, enum zram_wb_mode mode, uint64_t first, u
 	zpool__mutex_unlock(z->wb->done_lock);
 	run_free(&run);
 	zpool__rw_unlock(z->lock);
+	/* Why it stopped says more than a failed write, which -EIO only says. */
+	if (run.stop)
+		return run.stop;
 	return run.err ? run.err : run.written;
 }
 

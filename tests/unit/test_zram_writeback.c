@@ -603,6 +603,105 @@ START_TEST(test_overwrite_in_flight)
 }
 END_TEST
 
+struct wb_thread {
+	struct zram *z;
+	int64_t ret;
+};
+
+static void *writeback_all(void *arg)
+{
+	struct wb_thread *w = arg;
+
+	w->ret = zram_writeback(w->z, ZRAM_WB_ALL, 0, UINT64_MAX);
+	return NULL;
+}
+
+/* zram_writeback() of every page, the disk let go once @release_at writes are held. */
+static int64_t writeback_held(struct zram *z, struct tdisk *t, int release_at)
+{
+	struct wb_thread w = { z, 0 };
+	pthread_t th;
+
+	atomic_store(&t->hold, true);
+	ck_assert_int_eq(pthread_create(&th, NULL, writeback_all, &w), 0);
+	while (atomic_load(&t->inflight) < release_at)
+		usleep(100);
+	atomic_store(&t->hold, false);
+	pthread_join(th, NULL);
+	return w.ret;
+}
+
+/*
+ * Writes in flight hold a block and a page of the budget each until they
+ * complete; one that fails gives both back.  So with every write failing,
+ * neither a budget of 4 pages nor a disk of 4 blocks is ever spent: all 15
+ * pages are tried, -EIO says a write failed, nothing is lost.  The disk holds
+ * the first four writes until the run has asked for the fifth page.
+ */
+START_TEST(test_failed_writes_give_back)
+{
+	static unsigned char model[NP][PG];
+	struct tdisk *t = tdisk_new(_i ? 4 : 64, true);
+	struct zram *z = new_zram(NP, t->disk);
+	struct zram_io_stat ios;
+
+	fill(z, model, 9);
+	if (!_i) {
+		zram_set_writeback_limit_enable(z, true);
+		zram_set_writeback_limit(z, 4 * UNITS);
+	}
+	atomic_store(&t->fail_writes, true);
+	ck_assert_int_eq(writeback_held(z, t, 4), -EIO);
+	zram_io_stat(z, &ios);
+	ck_assert_uint_eq(ios.failed_writes, 15);
+	ck_assert_uint_eq(zram_writeback_limit(z, NULL), _i ? 0 : 4 * UNITS);
+	check_bd(z, 0, 0, 0);
+	check_all(z, model, NP);
+	/* Writes that succeed keep theirs: then the budget or the disk runs out. */
+	atomic_store(&t->fail_writes, false);
+	ck_assert_int_eq(writeback_held(z, t, 4), _i ? -ENOSPC : -EIO);
+	check_bd(z, 4, 0, 4);
+	ck_assert_uint_eq(zram_writeback_limit(z, NULL), 0);
+	check_all(z, model, NP);
+	zram_destroy(z);
+	tdisk_free(t);
+}
+END_TEST
+
+/*
+ * Page 15 rewritten while the run waits on its first write (batch of one):
+ * the run's window placed it by its old object, so it is passed over.
+ */
+START_TEST(test_rewritten_passed_over)
+{
+	static unsigned char model[NP][PG];
+	struct tdisk *t = tdisk_new(64, true);
+	struct zram *z = new_zram(NP, t->disk);
+	struct wb_thread w = { z, 0 };
+	pthread_t th;
+
+	fill(z, model, 10);
+	ck_assert_int_eq(zram_set_writeback_batch_size(z, 1), 0);
+	atomic_store(&t->hold, true);
+	ck_assert_int_eq(pthread_create(&th, NULL, writeback_all, &w), 0);
+	while (!atomic_load(&t->inflight))
+		usleep(100);
+	make_page(model[15], PAGE_SIZED, 5000, (unsigned int)(PG / 4));
+	ck_assert_int_eq(zram_io(z, REQ_OP_WRITE, 15 * PG, model[15], PG), 0);
+	atomic_store(&t->hold, false);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(w.ret, 14);
+	ck_assert(!page_on_backing(z, 15));
+	check_all(z, model, NP);
+	/* It is still a candidate for the next run. */
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, UINT64_MAX), 1);
+	ck_assert(page_on_backing(z, 15));
+	check_all(z, model, NP);
+	zram_destroy(z);
+	tdisk_free(t);
+}
+END_TEST
+
 struct second_run {
 	struct zram *z;
 	atomic_bool done;
@@ -1232,16 +1331,19 @@ int main(void)
 					test_file_disk, test_batch, test_wait_sleeps, test_overwrite_in_flight,
 					test_second_run_while_in_flight,
 					test_block_pinned_while_read, test_multi_incompressible,
-					test_group_waits_for_writeback, NULL };
+					test_group_waits_for_writeback, test_rewritten_passed_over, NULL };
 	/* _i = 0: a disk that completes inside submit_bio; 1: on its own thread. */
 	const TTest *const both[] = { test_partial_io, test_backing_fails, test_windows, test_reset,
 				      test_race, test_multi_members, test_race_multi, NULL };
 	/* _i = 0: page by page; 1: ZPOOL_F_MULTI_PAGE. */
 	const TTest *const pool_modes[] = { test_recompress_then_writeback, NULL };
+	/* _i = 0: a budget of 4 pages; 1: a backing disk of 4 blocks. */
+	const TTest *const limits[] = { test_failed_writes_give_back, NULL };
 	const struct test_group groups[] = {
 		{ .name = "device", .tests = device, .timeout = 600 },
 		{ .name = "sync_async", .tests = both, .timeout = 600, .loops = 2 },
 		{ .name = "pool_modes", .tests = pool_modes, .timeout = 600, .loops = 2 },
+		{ .name = "limits", .tests = limits, .timeout = 600, .loops = 2 },
 		{ .name = NULL },
 	};
 
