@@ -736,13 +736,13 @@ static void writeback_pass(void)
  * zram's tiers, each idle_secs, in the order a zram user scripts them:
  * pages not read or written for idle_secs are marked idle, once for both
  * (and only they: zram_idle_mark() takes older marks off younger pages);
- * recompression rewrites the
- * recompress= pages with recomp_algorithm and marks those it cannot shrink
- * incompressible; writeback then moves the writeback= pages, which
- * writeback=incompressible makes those.  Recompression takes the idle mark
- * off what it tries (Linux 6.13), so writeback=idle takes those pages at
- * a later pass, once recompression has nothing more to try on them, and
- * not on the mark that just had them recompressed.  A failure is logged once, not at every pass, until the
+ * recompression rewrites the recompress= pages with recomp_algorithm and
+ * marks those it cannot shrink incompressible; writeback then moves the
+ * writeback= pages, which writeback=incompressible makes those.
+ * Recompression takes the idle mark off what it tries (Linux 6.13), so
+ * writeback=idle takes those pages at a later pass, once recompression has
+ * nothing more to try on them, and not on the mark that just had them
+ * recompressed.  A failure is logged once, not at every pass, until the
  * outcome changes.
  */
 static void tier_pass(void)
