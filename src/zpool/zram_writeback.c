@@ -796,7 +796,6 @@ static int run_init(struct wb_run *run, struct zram *z)
 	return 0;
 }
 
-
 struct wb_window {
 	struct zram__cand *v;
 	size_t cap, n;

@@ -81,6 +81,17 @@ static void check_mm(struct zram *z, uint64_t stored, bool compr_zero)
 		ck_assert_uint_eq(st.compr_data_size, 0);
 }
 
+/* After a run whose every write failed: all 15 tried, none moved, none lost. */
+static void check_all_failed(struct zram *z, unsigned char (*model)[PG])
+{
+	struct zram_io_stat ios;
+
+	zram_io_stat(z, &ios);
+	ck_assert_uint_eq(ios.failed_writes, 15);
+	check_bd(z, 0, 0, 0);
+	check_all(z, model, NP);
+}
+
 static bool page_on_backing(struct zram *z, uint64_t index)
 {
 	struct zram_block_state bs;
@@ -346,7 +357,6 @@ START_TEST(test_windows)
 	static unsigned char model[NP][PG];
 	struct tdisk *t = tdisk_new(64, _i == 1);
 	struct zram *z = new_zram(NP, t->disk);
-	struct zram_io_stat ios;
 	unsigned int i;
 
 	fill(z, model, 8);
@@ -354,10 +364,7 @@ START_TEST(test_windows)
 	/* Every write fails: all 15 pages tried, over five windows; none lost. */
 	atomic_store(&t->fail_writes, true);
 	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, UINT64_MAX), -EIO);
-	zram_io_stat(z, &ios);
-	ck_assert_uint_eq(ios.failed_writes, 15);
-	check_bd(z, 0, 0, 0);
-	check_all(z, model, NP);
+	check_all_failed(z, model);
 	atomic_store(&t->fail_writes, false);
 	/*
 	 * A budget of five pages: the first window (text pages 0-2) whole,
@@ -643,7 +650,6 @@ START_TEST(test_failed_writes_give_back)
 	static unsigned char model[NP][PG];
 	struct tdisk *t = tdisk_new(_i ? 4 : 64, true);
 	struct zram *z = new_zram(NP, t->disk);
-	struct zram_io_stat ios;
 
 	fill(z, model, 9);
 	if (!_i) {
@@ -652,11 +658,8 @@ START_TEST(test_failed_writes_give_back)
 	}
 	atomic_store(&t->fail_writes, true);
 	ck_assert_int_eq(writeback_held(z, t, 4), -EIO);
-	zram_io_stat(z, &ios);
-	ck_assert_uint_eq(ios.failed_writes, 15);
+	check_all_failed(z, model);
 	ck_assert_uint_eq(zram_writeback_limit(z, NULL), _i ? 0 : 4 * UNITS);
-	check_bd(z, 0, 0, 0);
-	check_all(z, model, NP);
 	/* Writes that succeed keep theirs: then the budget or the disk runs out. */
 	atomic_store(&t->fail_writes, false);
 	ck_assert_int_eq(writeback_held(z, t, 4), _i ? -ENOSPC : -EIO);
