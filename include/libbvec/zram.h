@@ -344,11 +344,13 @@ enum zram_wb_mode {
  * windows in disk order: a window holds 262,144 of them (1 GiB of 4 KiB
  * pages) when the run can allocate its 4 MiB, fewer (down to 64, on the
  * stack) when it cannot, so the order is exact only for a range with no
- * more candidates than the window.  A page whose object changed since it
- * was chosen (rewritten, or on a %ZPOOL_F_MULTI_PAGE pool regrouped by
- * zram_compact()) is passed over for this run, unless its new object got
- * the old handle back; one whose flags changed is checked again.  Either
- * way what is written is the page's data at that moment.
+ * more candidates than the window.  A page read, written or discarded
+ * since it was chosen is passed over for this run, as Linux passes over a
+ * slot accessed since it was sorted; a page only moved meanwhile (by
+ * recompression, or on a %ZPOOL_F_MULTI_PAGE pool regrouped by
+ * zram_compact()) is not, and one whose flags changed is checked again.
+ * What is written is the page's data at that moment.  A page read or
+ * written while its write is in flight stays in memory, its block freed.
  *
  * Up to the batch size (zram_set_writeback_batch_size(), 32 by default) of
  * writes are in flight at once, each refilled as one completes; with a disk
@@ -657,7 +659,9 @@ BVEC_API int zram_train_dict(struct zram *zram, unsigned int priority, size_t di
  * their neighbours with nothing decided.  If any page moved, ends by
  * compacting the pool's zspages (as zram_compact() does, without its
  * regrouping), so that mem_used_total falls with compr_data_size.  Safe
- * alongside I/O.
+ * alongside I/O: a page read, written or discarded between the selection
+ * and its turn is passed over, as Linux passes over a slot accessed since
+ * it was sorted.
  *
  * Return: pages recompressed; -EINVAL for a bad argument or no secondary
  * algorithm matching @params; -ENOMEM if nothing was done; -ENODEV.

@@ -916,7 +916,7 @@ static enum zram_page_state slot_state(struct zram_slot *s)
 	f = atomic_load_explicit(&s->flags, memory_order_relaxed);
 	if (f & ZRAM_ZERO)
 		st = ZRAM_PAGE_ZERO;
-	else if (s->handle || (f & ~(ZRAM_LOCK | ZRAM_IDLE)))
+	else if (s->handle || (f & ~(ZRAM_LOCK | ZRAM_IDLE | ZRAM_GEN_MASK)))
 		st = ZRAM_PAGE_DATA;
 	else
 		st = ZRAM_PAGE_UNALLOCATED;

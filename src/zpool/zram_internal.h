@@ -13,7 +13,7 @@
 /*
  * Slot flag bits.  Bits 0-1 are the lock and the idle mark; bits 2-7 belong
  * to the writeback tier, bits 8-15 to recompression, bit 16 to zero pages;
- * the rest are free.
+ * bits 17-31 count accesses (ZRAM_GEN).
  */
 #define ZRAM_LOCK (1u << 0)
 #define ZRAM_IDLE (1u << 1)
@@ -27,6 +27,20 @@
  * same-filled pages are the pool's (a repeated word).
  */
 #define ZRAM_ZERO (1u << 16)
+/*
+ * ZRAM_GEN: every read, write and discard of the page adds one (modulo
+ * 2^15), and nothing else does: recompression, writeback, regrouping and
+ * idle marks move or mark the same data.  A tier that chose a page and
+ * comes back to it later compares the count, as Linux since 6.13 tests
+ * ZRAM_PP_SLOT, which any access clears: a page used meanwhile is passed
+ * over.  Being a count, it needs no owner, so runs may overlap; the
+ * handle could not tell, as a rewrite may get the old handle back and
+ * regrouping gives the same data a new one.  Data never depends on it:
+ * what a tier stores or writes is loaded under the slot's lock then.
+ */
+#define ZRAM_GEN_SHIFT 17
+#define ZRAM_GEN_ONE (1u << ZRAM_GEN_SHIFT)
+#define ZRAM_GEN_MASK (~0u << ZRAM_GEN_SHIFT)
 /*
  * The writeback tier's bits.  ZRAM_WB: the page is on the backing disk and
  * @handle holds its block number plus one (so a written slot never has
@@ -138,14 +152,14 @@ int zram__store_page(struct zram *z, const void *page, uint32_t *handle, bool *z
 
 /*
  * A page a tier selected: its index, the bytes its object holds
- * (zram__page_bytes()) and the handle seen then.  zram__cand_cmp() orders
+ * (zram__page_bytes()) and its access count then (slot_gen()).  zram__cand_cmp() orders
  * candidates as Linux's post-processing does since 6.13, for recompression
  * and writeback alike: largest object first, ties in disk order.
  */
 struct zram__cand {
 	uint64_t index;
 	uint32_t size;
-	uint32_t handle;
+	uint32_t gen;
 };
 int zram__cand_cmp(const void *a, const void *b);
 
@@ -217,11 +231,26 @@ static inline void slot_unlock(struct zram_slot *s)
 	atomic_fetch_and_explicit(&s->flags, ~ZRAM_LOCK, memory_order_release);
 }
 
-/* Called with the slot locked: a read or write clears the idle mark. */
+/* The slot's access count (ZRAM_GEN), from its flags. */
+static inline uint32_t slot_gen(uint32_t flags)
+{
+	return flags >> ZRAM_GEN_SHIFT;
+}
+
+/*
+ * Called with the slot locked: a read or write clears the idle mark and
+ * counts an access.  Flags may change without the lock (ZRAM_LOCK of no
+ * one else, though), hence one compare-and-swap for both.
+ */
 static inline void slot_touch(struct zram *z, struct zram_slot *s)
 {
+	uint32_t f = atomic_load_explicit(&s->flags, memory_order_relaxed);
+
 	s->ac_time = (uint32_t)(zpool__os_seconds() - z->epoch);
-	atomic_fetch_and_explicit(&s->flags, ~ZRAM_IDLE, memory_order_relaxed);
+	while (!atomic_compare_exchange_weak_explicit(&s->flags, &f,
+						      (f & ~ZRAM_IDLE) + ZRAM_GEN_ONE,
+						      memory_order_relaxed, memory_order_relaxed))
+		;
 }
 
 #endif

@@ -239,7 +239,7 @@ static int recompress_one(struct zram *z, struct scan *sc, unsigned int lo,
 			  const struct zram__cand *cd, void *page)
 {
 	struct zram_slot *s = zram__slot_get(z, cd->index, false);
-	zpool_handle_t nh = 0;
+	zpool_handle_t h, nh = 0;
 	unsigned int prio, tried = 0;
 	size_t cls;
 	uint32_t f;
@@ -248,22 +248,23 @@ static int recompress_one(struct zram *z, struct scan *sc, unsigned int lo,
 	if (!s)
 		return 0;
 	slot_lock(s);
-	/* Rewritten, discarded or written back since the scan: not this one. */
-	if (s->handle != cd->handle || !selected(z, sc, s)) {
+	f = atomic_load_explicit(&s->flags, memory_order_relaxed);
+	/* Used, or written back, since the scan: not this one (as Linux). */
+	if (slot_gen(f) != cd->gen || !selected(z, sc, s)) {
 		slot_unlock(s);
 		return 0;
 	}
 	/*
 	 * A page of a group alone has no class of its own to beat.  Asked
-	 * here, under the lock: the handle the scan saw may be freed by now.
+	 * here, under the lock: compaction may have regrouped it since.
 	 */
-	cls = zpool__obj_class_size(z->pool, cd->handle);
+	h = s->handle;
+	cls = zpool__obj_class_size(z->pool, h);
 	if (!cls) {
 		slot_unlock(s);
 		return 0;
 	}
-	f = atomic_load_explicit(&s->flags, memory_order_relaxed);
-	if (zpool_load(z->pool, cd->handle, page)) {
+	if (zpool_load(z->pool, h, page)) {
 		slot_unlock(s); /* a corrupt page stays as it is, for its reader to see */
 		return 0;
 	}
@@ -290,7 +291,7 @@ static int recompress_one(struct zram *z, struct scan *sc, unsigned int lo,
 		judged(s);
 	slot_unlock(s);
 	if (ret == 1)
-		zpool_free(z->pool, cd->handle);
+		zpool_free(z->pool, h);
 	return ret;
 }
 
@@ -314,6 +315,7 @@ static int recompress_run(struct zram *z, struct scan *sc, unsigned int lo,
 	zpool_handle_t old[ZP_GROUP_PAGES], nh[ZP_GROUP_PAGES];
 	unsigned int i, locked, prio, from = 0, low = 0, start, tried = 0;
 	bool raw = false, shared, mine;
+	uint32_t f;
 	size_t was;
 	int ret = 0, r;
 
@@ -324,13 +326,14 @@ static int recompress_run(struct zram *z, struct scan *sc, unsigned int lo,
 	}
 	for (locked = 0; locked < nr; locked++) {
 		slot_lock(s[locked]);
-		/* Rewritten, discarded or written back since the scan: not this run. */
-		if (s[locked]->handle != cd[locked].handle || !selected(z, sc, s[locked])) {
+		f = atomic_load_explicit(&s[locked]->flags, memory_order_relaxed);
+		/* Used, or written back, since the scan: not this run. */
+		if (slot_gen(f) != cd[locked].gen || !selected(z, sc, s[locked])) {
 			locked++;
 			goto out;
 		}
-		old[locked] = cd[locked].handle;
-		prio = slot_prio(atomic_load_explicit(&s[locked]->flags, memory_order_relaxed));
+		old[locked] = s[locked]->handle;
+		prio = slot_prio(f);
 		from = prio > from ? prio : from;
 		low = !locked || prio < low ? prio : low;
 	}
@@ -428,13 +431,13 @@ static bool budget_left(const struct scan *sc, unsigned int more)
 static void scan_slot(struct zram *z, struct zram_slot *s, uint64_t index, void *arg)
 {
 	struct scan *sc = arg;
-	uint32_t size, h;
+	uint32_t size, gen;
 
 	if (sc->err || (sc->multi && !budget_left(sc, 0)))
 		return;
 	slot_lock(s);
 	size = selected(z, sc, s);
-	h = s->handle;
+	gen = slot_gen(atomic_load_explicit(&s->flags, memory_order_relaxed));
 	slot_unlock(s);
 	if (!size)
 		return;
@@ -446,7 +449,7 @@ static void scan_slot(struct zram *z, struct zram_slot *s, uint64_t index, void 
 			if (sc->err || !budget_left(sc, 0))
 				return;
 		}
-		sc->run[sc->run_n++] = (struct zram__cand){ index, size, h };
+		sc->run[sc->run_n++] = (struct zram__cand){ index, size, gen };
 		if (sc->run_n == ZP_GROUP_PAGES || !budget_left(sc, sc->run_n)) {
 			try_pages(z, sc, sc->run, sc->run_n);
 			sc->run_n = 0;
@@ -467,7 +470,7 @@ static void scan_slot(struct zram *z, struct zram_slot *s, uint64_t index, void 
 		sc->v = v;
 		sc->cap = cap;
 	}
-	sc->v[sc->n++] = (struct zram__cand){ index, size, h };
+	sc->v[sc->n++] = (struct zram__cand){ index, size, gen };
 }
 
 /* The priorities to try: [*lo, *hi], or -EINVAL if none is usable. */

@@ -517,7 +517,7 @@ struct wb_req {
 	struct wb_req *next;
 	struct wb_run *run;
 	uint64_t index;
-	uint32_t handle;	/* the pool's copy, freed once the write is in */
+	uint32_t gen;		/* the page's access count when copied */
 	uint32_t hblk;
 	bool charged;		/* taken from the budget */
 	blk_status_t status;
@@ -572,8 +572,10 @@ static void refund(struct zram__wb *wb, struct wb_req *q)
 /*
  * The write of @q is done.  The page leaves memory only if the write
  * succeeded and nothing replaced it meanwhile (zram__slot_swap() clears
- * ZRAM_UNDER_WB); otherwise the block goes back and memory keeps the page.
- * Either way the run gives up its claim on the slot.
+ * ZRAM_UNDER_WB) or read it: as in Linux, a page used while its write was
+ * in flight is not the cold page it was chosen as, and stays.  Otherwise
+ * the block goes back and memory keeps the page.  Either way the run
+ * gives up its claim on the slot.
  */
 static void complete_req(struct wb_run *run, struct wb_req *q)
 {
@@ -593,7 +595,7 @@ static void complete_req(struct wb_run *run, struct wb_req *q)
 		refund(wb, q);
 		atomic_fetch_add(&z->failed_writes, 1);
 		run->err = -EIO;
-	} else if (!(f & ZRAM_UNDER_WB)) {
+	} else if (!(f & ZRAM_UNDER_WB) || slot_gen(f) != q->gen) {
 		atomic_fetch_and_explicit(&s->flags, ~ZRAM_WB_CLAIM, memory_order_relaxed);
 		block_release(wb, q->hblk);
 	} else {
@@ -677,23 +679,24 @@ static bool wb_candidate(struct zram *z, struct zram_slot *s, enum zram_wb_mode 
 }
 
 /*
- * Under the slot's lock: is the page still the one chosen, and still one to
- * write back?  If so, charge the budget, take a block, copy the page out and
- * mark the slot.  A page rewritten since its window was filled is passed
- * over, as Linux passes over a slot freed since it was sorted: its place in
- * the order was earned by data it no longer holds.
+ * Under the slot's lock: is the page untouched since it was chosen (@gen),
+ * and still one to write back?  If so, charge the budget, take a block,
+ * copy the page out and mark the slot.  A page read or written since its
+ * window was filled is passed over, as Linux passes over a slot accessed
+ * since it was sorted: it is in use, and its place in the order was earned
+ * by what it held then.
  * 0: @q is ready; 1: not this page; -EIO, -ENOSPC: stop.
  */
 static int select_page(struct zram *z, struct zram_slot *s, enum zram_wb_mode mode,
-		       uint32_t chosen, struct wb_req *q)
+		       uint32_t gen, struct wb_req *q)
 {
 	struct zram__wb *wb = z->wb;
-	uint32_t h;
+	uint32_t f;
 	int ret = 1;
 
 	slot_lock(s);
-	h = s->handle;
-	if (h != chosen || !wb_candidate(z, s, mode))
+	f = atomic_load_explicit(&s->flags, memory_order_relaxed);
+	if (slot_gen(f) != gen || !wb_candidate(z, s, mode))
 		goto out;
 	zpool__mutex_lock(wb->lock);
 	q->charged = false;
@@ -715,7 +718,7 @@ static int select_page(struct zram *z, struct zram_slot *s, enum zram_wb_mode mo
 		refund(wb, q);
 		goto out;
 	}
-	if (zpool_load(z->pool, h, q->page)) {
+	if (zpool_load(z->pool, s->handle, q->page)) {
 		/* Corrupt: it stays where it is, for the reader to see the error. */
 		atomic_fetch_add(&z->failed_reads, 1);
 		block_release(wb, q->hblk);
@@ -723,7 +726,7 @@ static int select_page(struct zram *z, struct zram_slot *s, enum zram_wb_mode mo
 		goto out;
 	}
 	atomic_fetch_or_explicit(&s->flags, ZRAM_UNDER_WB | ZRAM_WB_CLAIM, memory_order_relaxed);
-	q->handle = h;
+	q->gen = gen;
 	ret = 0;
 out:
 	slot_unlock(s);
@@ -840,8 +843,9 @@ static void window_fill(struct zram *z, enum zram_wb_mode mode, struct wb_window
 		}
 		slot_lock(s);
 		if (wb_candidate(z, s, mode))
-			w->v[w->n++] = (struct zram__cand){ *i, zram__page_bytes(z, s->handle),
-							    s->handle };
+			w->v[w->n++] = (struct zram__cand){
+				*i, zram__page_bytes(z, s->handle),
+				slot_gen(atomic_load_explicit(&s->flags, memory_order_relaxed)) };
 		slot_unlock(s);
 	}
 	if (w->n > 1)
@@ -891,7 +895,7 @@ int64_t zram_writeback(struct zram *z, enum zram_wb_mode mode, uint64_t first, u
 				reap(&run, !run.idle);
 				run.idle->index = w.v[k].index;
 				/* Changed since the window was filled: asked again. */
-				ret = select_page(z, s, mode, w.v[k].handle, run.idle);
+				ret = select_page(z, s, mode, w.v[k].gen, run.idle);
 				if (ret >= 0 || !run.inflight)
 					break;
 				/*

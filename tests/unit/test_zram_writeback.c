@@ -580,11 +580,49 @@ START_TEST(test_wait_sleeps)
 }
 END_TEST
 
+/* How a test uses page @index of the small device while a run holds it. */
+enum page_use { USE_WRITE, USE_READ, USE_DISCARD, USE_SAME_HANDLE };
+
 /*
- * A page overwritten while its write to the backing disk is in flight keeps
- * the new contents in memory, and the block goes back.
+ * Use page @index as @use says, keeping @model right: overwrite it, read
+ * it, discard it, or overwrite it until its object has the handle it had
+ * before (a rewrite that a comparison of handles cannot see).
  */
-START_TEST(test_overwrite_in_flight)
+static void use_page(struct zram *z, unsigned char (*model)[PG], uint64_t index,
+		     enum page_use use)
+{
+	static unsigned char got[PG];
+	uint32_t was = zram__slot_get(z, index, false)->handle;
+	unsigned int n;
+
+	switch (use) {
+	case USE_READ:
+		ck_assert_int_eq(zram_io(z, REQ_OP_READ, index * PG, got, PG), 0);
+		ck_assert(!memcmp(got, model[index], PG));
+		break;
+	case USE_DISCARD:
+		ck_assert_int_eq(zram_io(z, REQ_OP_DISCARD, index * PG, NULL, PG), 0);
+		memset(model[index], 0, PG);
+		break;
+	case USE_WRITE:
+	case USE_SAME_HANDLE:
+		for (n = 1; n <= 64; n++) {
+			make_page(model[index], PAGE_TEXT, 4242 + n, 0);
+			ck_assert_int_eq(zram_io(z, REQ_OP_WRITE, index * PG, model[index], PG), 0);
+			if (use == USE_WRITE || zram__slot_get(z, index, false)->handle == was)
+				break;
+		}
+		ck_assert_msg(n <= 64, "the page's old handle never came back");
+		break;
+	}
+}
+
+/*
+ * A page overwritten, read or discarded while its write to the backing
+ * disk is in flight stays in memory (new contents, same, or none), and the
+ * block goes back: as Linux, which drops a page accessed meanwhile.
+ */
+START_TEST(test_used_in_flight)
 {
 	static unsigned char model[NP][PG];
 	struct tdisk *t = tdisk_new(64, true);
@@ -597,8 +635,7 @@ START_TEST(test_overwrite_in_flight)
 	ck_assert_int_eq(pthread_create(&th, NULL, writeback_page0, z), 0);
 	while (!atomic_load(&t->inflight))
 		usleep(100);
-	make_page(model[0], PAGE_TEXT, 4242, 0);
-	ck_assert_int_eq(zram_io(z, REQ_OP_WRITE, 0, model[0], PG), 0);
+	use_page(z, model, 0, (enum page_use)_i);
 	atomic_store(&t->hold, false);
 	pthread_join(th, &ret);
 	ck_assert_int_eq((intptr_t)ret, 0);
@@ -672,10 +709,12 @@ START_TEST(test_failed_writes_give_back)
 END_TEST
 
 /*
- * Page 15 rewritten while the run waits on its first write (batch of one):
- * the run's window placed it by its old object, so it is passed over.
+ * Page 15 used while the run waits on its first write (batch of one):
+ * rewritten, read, or rewritten until its object has its old handle back.
+ * Each is an access since the window was filled, so it is passed over, as
+ * Linux passes over a slot that lost its post-processing mark.
  */
-START_TEST(test_rewritten_passed_over)
+START_TEST(test_used_passed_over)
 {
 	static unsigned char model[NP][PG];
 	struct tdisk *t = tdisk_new(64, true);
@@ -689,8 +728,7 @@ START_TEST(test_rewritten_passed_over)
 	ck_assert_int_eq(pthread_create(&th, NULL, writeback_all, &w), 0);
 	while (!atomic_load(&t->inflight))
 		usleep(100);
-	make_page(model[15], PAGE_SIZED, 5000, (unsigned int)(PG / 4));
-	ck_assert_int_eq(zram_io(z, REQ_OP_WRITE, 15 * PG, model[15], PG), 0);
+	use_page(z, model, 15, _i == 2 ? USE_SAME_HANDLE : (enum page_use)_i);
 	atomic_store(&t->hold, false);
 	pthread_join(th, NULL);
 	ck_assert_int_eq(w.ret, 14);
@@ -1111,6 +1149,66 @@ START_TEST(test_group_waits_for_writeback)
 }
 END_TEST
 
+/*
+ * A group regrouped by zram_compact() while a run waits on its first write
+ * (batch of one): the pages left of it get new objects for the same data,
+ * which is no use of theirs, so the run still writes them back.  (Compared
+ * by handle, as before, they were passed over.)  Half the group is
+ * overwritten first: that is what makes compaction store the rest alone.
+ */
+START_TEST(test_regrouped_still_chosen)
+{
+	static unsigned char model[GRP][PG];
+	struct tdisk *t = tdisk_new(2 * GRP, true);
+	struct zram *z = new_zram_flags(GRP, t->disk, ZPOOL_F_MULTI_PAGE | ZPOOL_F_CHECKSUM);
+	unsigned char *run = malloc(GRP * PG);
+	uint32_t was[GRP];
+	bool used[GRP] = { false };
+	struct wb_thread w = { z, 0 };
+	const unsigned int moved = GRP - GRP / 2; /* the pages not overwritten */
+	unsigned int i, n = 0, flight = GRP;
+	pthread_t th;
+
+	for (i = 0; i < GRP; i++) {
+		rep_page(model[i], i, 0); /* one bio: one group */
+		memcpy(run + (size_t)i * PG, model[i], PG);
+	}
+	ck_assert_int_eq(zram_io(z, REQ_OP_WRITE, 0, run, GRP * (unsigned int)PG), 0);
+	ck_assert_int_eq(zram_set_writeback_batch_size(z, 1), 0);
+	atomic_store(&t->hold, true);
+	ck_assert_int_eq(pthread_create(&th, NULL, writeback_all, &w), 0);
+	while (!atomic_load(&t->inflight))
+		usleep(100);
+	for (i = 0; i < GRP; i++)
+		if (atomic_load(&zram__slot_get(z, i, false)->flags) & ZRAM_UNDER_WB)
+			flight = i;
+	ck_assert_uint_lt(flight, GRP);
+	for (i = 0; i < GRP && n < GRP / 2; i++) {
+		if (i != flight) {
+			use_page(z, model, i, USE_WRITE);
+			used[i] = true;
+			n++;
+		}
+	}
+	for (i = 0; i < GRP; i++)
+		was[i] = zram__slot_get(z, i, false)->handle;
+	zram_compact(z);
+	for (i = 0; ZP_GROUP_PAGES > 1 && i < GRP; i++)
+		if (i != flight && !used[i])
+			ck_assert_msg(zram__slot_get(z, i, false)->handle != was[i],
+				      "page %u was not regrouped", i);
+	atomic_store(&t->hold, false);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(w.ret, moved);
+	for (i = 0; i < GRP; i++)
+		ck_assert_msg(page_on_backing(z, i) == !used[i], "page %u", i);
+	ck_assert_uint_eq(check_run(z, model, 0, GRP), moved);
+	zram_destroy(z);
+	tdisk_free(t);
+	free(run);
+}
+END_TEST
+
 /* Many writes in flight on a disk that completes later; one with batch 1. */
 START_TEST(test_batch)
 {
@@ -1331,10 +1429,11 @@ int main(void)
 {
 	const TTest *const device[] = { test_modes, test_enospc, test_largest_first, test_limit,
 					test_backing_rules,
-					test_file_disk, test_batch, test_wait_sleeps, test_overwrite_in_flight,
+					test_file_disk, test_batch, test_wait_sleeps,
 					test_second_run_while_in_flight,
 					test_block_pinned_while_read, test_multi_incompressible,
-					test_group_waits_for_writeback, test_rewritten_passed_over, NULL };
+					test_group_waits_for_writeback, test_regrouped_still_chosen,
+					NULL };
 	/* _i = 0: a disk that completes inside submit_bio; 1: on its own thread. */
 	const TTest *const both[] = { test_partial_io, test_backing_fails, test_windows, test_reset,
 				      test_race, test_multi_members, test_race_multi, NULL };
@@ -1342,11 +1441,17 @@ int main(void)
 	const TTest *const pool_modes[] = { test_recompress_then_writeback, NULL };
 	/* _i = 0: a budget of 4 pages; 1: a backing disk of 4 blocks. */
 	const TTest *const limits[] = { test_failed_writes_give_back, NULL };
+	/*
+	 * _i = 0: the page overwritten, 1: read, 2: discarded (in flight) or
+	 * overwritten until its old handle comes back (passed over).
+	 */
+	const TTest *const used[] = { test_used_in_flight, test_used_passed_over, NULL };
 	const struct test_group groups[] = {
 		{ .name = "device", .tests = device, .timeout = 600 },
 		{ .name = "sync_async", .tests = both, .timeout = 600, .loops = 2 },
 		{ .name = "pool_modes", .tests = pool_modes, .timeout = 600, .loops = 2 },
 		{ .name = "limits", .tests = limits, .timeout = 600, .loops = 2 },
+		{ .name = "used", .tests = used, .timeout = 600, .loops = 3 },
 		{ .name = NULL },
 	};
 
