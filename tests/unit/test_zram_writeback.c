@@ -580,36 +580,83 @@ START_TEST(test_wait_sleeps)
 }
 END_TEST
 
-/* How a test uses page @index of the small device while a run holds it. */
-enum page_use { USE_WRITE, USE_READ, USE_DISCARD, USE_SAME_HANDLE };
+struct wb_thread {
+	struct zram *z;
+	uint64_t first, count;
+	int64_t ret;
+};
+
+static void *writeback_range(void *arg)
+{
+	struct wb_thread *w = arg;
+
+	w->ret = zram_writeback(w->z, ZRAM_WB_ALL, w->first, w->count);
+	return NULL;
+}
 
 /*
- * Use page @index as @use says, keeping @model right: overwrite it, read
- * it, discard it, or overwrite it until its object has the handle it had
- * before (a rewrite that a comparison of handles cannot see).
+ * zram_writeback() of pages [@first, @first + @count) on its own thread,
+ * the disk holding its writes: once @held of them are held, @during (if
+ * not NULL) runs with @arg, then the disk lets them go.  Returns what the
+ * run returned.
  */
-static void use_page(struct zram *z, unsigned char (*model)[PG], uint64_t index,
-		     enum page_use use)
+static int64_t writeback_held(struct zram *z, struct tdisk *t, uint64_t first, uint64_t count,
+			      int held, void (*during)(void *), void *arg)
+{
+	struct wb_thread w = { z, first, count, 0 };
+	pthread_t th;
+
+	atomic_store(&t->hold, true);
+	ck_assert_int_eq(pthread_create(&th, NULL, writeback_range, &w), 0);
+	while (atomic_load(&t->inflight) < held)
+		usleep(100);
+	if (during)
+		during(arg);
+	atomic_store(&t->hold, false);
+	pthread_join(th, NULL);
+	return w.ret;
+}
+
+/*
+ * A use of page @index while a run holds its writes: overwrite it, read
+ * it, discard it, or overwrite it until its object has the handle it had
+ * before (a rewrite that a comparison of handles cannot see).  @model is
+ * kept right.
+ */
+enum page_use { USE_WRITE, USE_READ, USE_DISCARD, USE_SAME_HANDLE };
+
+struct use {
+	struct zram *z;
+	unsigned char (*model)[PG];
+	uint64_t index;
+	enum page_use how;
+};
+
+static void use_page(void *arg)
 {
 	static unsigned char got[PG];
-	uint32_t was = zram__slot_get(z, index, false)->handle;
+	const struct use *u = arg;
+	uint32_t was = zram__slot_get(u->z, u->index, false)->handle;
+	unsigned char *page = u->model[u->index];
+	uint64_t off = u->index * PG;
 	unsigned int n;
 
-	switch (use) {
+	switch (u->how) {
 	case USE_READ:
-		ck_assert_int_eq(zram_io(z, REQ_OP_READ, index * PG, got, PG), 0);
-		ck_assert(!memcmp(got, model[index], PG));
+		ck_assert_int_eq(zram_io(u->z, REQ_OP_READ, off, got, PG), 0);
+		ck_assert(!memcmp(got, page, PG));
 		break;
 	case USE_DISCARD:
-		ck_assert_int_eq(zram_io(z, REQ_OP_DISCARD, index * PG, NULL, PG), 0);
-		memset(model[index], 0, PG);
+		ck_assert_int_eq(zram_io(u->z, REQ_OP_DISCARD, off, NULL, PG), 0);
+		memset(page, 0, PG);
 		break;
 	case USE_WRITE:
 	case USE_SAME_HANDLE:
 		for (n = 1; n <= 64; n++) {
-			make_page(model[index], PAGE_TEXT, 4242 + n, 0);
-			ck_assert_int_eq(zram_io(z, REQ_OP_WRITE, index * PG, model[index], PG), 0);
-			if (use == USE_WRITE || zram__slot_get(z, index, false)->handle == was)
+			make_page(page, PAGE_TEXT, 4242 + n, 0);
+			ck_assert_int_eq(zram_io(u->z, REQ_OP_WRITE, off, page, PG), 0);
+			if (u->how == USE_WRITE ||
+			    zram__slot_get(u->z, u->index, false)->handle == was)
 				break;
 		}
 		ck_assert_msg(n <= 64, "the page's old handle never came back");
@@ -627,18 +674,10 @@ START_TEST(test_used_in_flight)
 	static unsigned char model[NP][PG];
 	struct tdisk *t = tdisk_new(64, true);
 	struct zram *z = new_zram(NP, t->disk);
-	pthread_t th;
-	void *ret;
+	struct use u = { z, model, 0, (enum page_use)_i };
 
 	fill(z, model, 12);
-	atomic_store(&t->hold, true);
-	ck_assert_int_eq(pthread_create(&th, NULL, writeback_page0, z), 0);
-	while (!atomic_load(&t->inflight))
-		usleep(100);
-	use_page(z, model, 0, (enum page_use)_i);
-	atomic_store(&t->hold, false);
-	pthread_join(th, &ret);
-	ck_assert_int_eq((intptr_t)ret, 0);
+	ck_assert_int_eq(writeback_held(z, t, 0, 1, 1, use_page, &u), 0);
 	ck_assert(!page_on_backing(z, 0));
 	check_bd(z, 0, 0, 1); /* the disk was written, the block released */
 	check_all(z, model, NP);
@@ -646,34 +685,6 @@ START_TEST(test_used_in_flight)
 	tdisk_free(t);
 }
 END_TEST
-
-struct wb_thread {
-	struct zram *z;
-	int64_t ret;
-};
-
-static void *writeback_all(void *arg)
-{
-	struct wb_thread *w = arg;
-
-	w->ret = zram_writeback(w->z, ZRAM_WB_ALL, 0, UINT64_MAX);
-	return NULL;
-}
-
-/* zram_writeback() of every page, the disk let go once @release_at writes are held. */
-static int64_t writeback_held(struct zram *z, struct tdisk *t, int release_at)
-{
-	struct wb_thread w = { z, 0 };
-	pthread_t th;
-
-	atomic_store(&t->hold, true);
-	ck_assert_int_eq(pthread_create(&th, NULL, writeback_all, &w), 0);
-	while (atomic_load(&t->inflight) < release_at)
-		usleep(100);
-	atomic_store(&t->hold, false);
-	pthread_join(th, NULL);
-	return w.ret;
-}
 
 /*
  * Writes in flight hold a block and a page of the budget each until they
@@ -694,12 +705,13 @@ START_TEST(test_failed_writes_give_back)
 		zram_set_writeback_limit(z, 4 * UNITS);
 	}
 	atomic_store(&t->fail_writes, true);
-	ck_assert_int_eq(writeback_held(z, t, 4), -EIO);
+	ck_assert_int_eq(writeback_held(z, t, 0, UINT64_MAX, 4, NULL, NULL), -EIO);
 	check_all_failed(z, model);
 	ck_assert_uint_eq(zram_writeback_limit(z, NULL), _i ? 0 : 4 * UNITS);
 	/* Writes that succeed keep theirs: then the budget or the disk runs out. */
 	atomic_store(&t->fail_writes, false);
-	ck_assert_int_eq(writeback_held(z, t, 4), _i ? -ENOSPC : -EIO);
+	ck_assert_int_eq(writeback_held(z, t, 0, UINT64_MAX, 4, NULL, NULL),
+			 _i ? -ENOSPC : -EIO);
 	check_bd(z, 4, 0, 4);
 	ck_assert_uint_eq(zram_writeback_limit(z, NULL), 0);
 	check_all(z, model, NP);
@@ -719,19 +731,11 @@ START_TEST(test_used_passed_over)
 	static unsigned char model[NP][PG];
 	struct tdisk *t = tdisk_new(64, true);
 	struct zram *z = new_zram(NP, t->disk);
-	struct wb_thread w = { z, 0 };
-	pthread_t th;
+	struct use u = { z, model, 15, _i == 2 ? USE_SAME_HANDLE : (enum page_use)_i };
 
 	fill(z, model, 10);
 	ck_assert_int_eq(zram_set_writeback_batch_size(z, 1), 0);
-	atomic_store(&t->hold, true);
-	ck_assert_int_eq(pthread_create(&th, NULL, writeback_all, &w), 0);
-	while (!atomic_load(&t->inflight))
-		usleep(100);
-	use_page(z, model, 15, _i == 2 ? USE_SAME_HANDLE : (enum page_use)_i);
-	atomic_store(&t->hold, false);
-	pthread_join(th, NULL);
-	ck_assert_int_eq(w.ret, 14);
+	ck_assert_int_eq(writeback_held(z, t, 0, UINT64_MAX, 1, use_page, &u), 14);
 	ck_assert(!page_on_backing(z, 15));
 	check_all(z, model, NP);
 	/* It is still a candidate for the next run. */
@@ -1149,6 +1153,43 @@ START_TEST(test_group_waits_for_writeback)
 }
 END_TEST
 
+struct regroup {
+	struct zram *z;
+	unsigned char (*model)[PG];
+	bool used[GRP];		/* overwritten */
+};
+
+/*
+ * Overwrite half the group, sparing the page in flight, and compact: the
+ * rest of the group is stored again alone, under new handles.
+ */
+static void overwrite_half_and_compact(void *arg)
+{
+	struct regroup *r = arg;
+	struct use u = { r->z, r->model, 0, USE_WRITE };
+	uint32_t was[GRP];
+	unsigned int i, n = 0, flight = GRP;
+
+	for (i = 0; i < GRP; i++)
+		if (atomic_load(&zram__slot_get(r->z, i, false)->flags) & ZRAM_UNDER_WB)
+			flight = i;
+	ck_assert_uint_lt(flight, GRP);
+	for (u.index = 0; u.index < GRP && n < GRP / 2; u.index++) {
+		if (u.index != flight) {
+			use_page(&u);
+			r->used[u.index] = true;
+			n++;
+		}
+	}
+	for (i = 0; i < GRP; i++)
+		was[i] = zram__slot_get(r->z, i, false)->handle;
+	zram_compact(r->z);
+	for (i = 0; ZP_GROUP_PAGES > 1 && i < GRP; i++)
+		if (i != flight && !r->used[i])
+			ck_assert_msg(zram__slot_get(r->z, i, false)->handle != was[i],
+				      "page %u was not regrouped", i);
+}
+
 /*
  * A group regrouped by zram_compact() while a run waits on its first write
  * (batch of one): the pages left of it get new objects for the same data,
@@ -1162,12 +1203,9 @@ START_TEST(test_regrouped_still_chosen)
 	struct tdisk *t = tdisk_new(2 * GRP, true);
 	struct zram *z = new_zram_flags(GRP, t->disk, ZPOOL_F_MULTI_PAGE | ZPOOL_F_CHECKSUM);
 	unsigned char *run = malloc(GRP * PG);
-	uint32_t was[GRP];
-	bool used[GRP] = { false };
-	struct wb_thread w = { z, 0 };
+	struct regroup r = { .z = z, .model = model };
 	const unsigned int moved = GRP - GRP / 2; /* the pages not overwritten */
-	unsigned int i, n = 0, flight = GRP;
-	pthread_t th;
+	unsigned int i;
 
 	for (i = 0; i < GRP; i++) {
 		rep_page(model[i], i, 0); /* one bio: one group */
@@ -1175,33 +1213,10 @@ START_TEST(test_regrouped_still_chosen)
 	}
 	ck_assert_int_eq(zram_io(z, REQ_OP_WRITE, 0, run, GRP * (unsigned int)PG), 0);
 	ck_assert_int_eq(zram_set_writeback_batch_size(z, 1), 0);
-	atomic_store(&t->hold, true);
-	ck_assert_int_eq(pthread_create(&th, NULL, writeback_all, &w), 0);
-	while (!atomic_load(&t->inflight))
-		usleep(100);
+	ck_assert_int_eq(writeback_held(z, t, 0, UINT64_MAX, 1, overwrite_half_and_compact, &r),
+			 moved);
 	for (i = 0; i < GRP; i++)
-		if (atomic_load(&zram__slot_get(z, i, false)->flags) & ZRAM_UNDER_WB)
-			flight = i;
-	ck_assert_uint_lt(flight, GRP);
-	for (i = 0; i < GRP && n < GRP / 2; i++) {
-		if (i != flight) {
-			use_page(z, model, i, USE_WRITE);
-			used[i] = true;
-			n++;
-		}
-	}
-	for (i = 0; i < GRP; i++)
-		was[i] = zram__slot_get(z, i, false)->handle;
-	zram_compact(z);
-	for (i = 0; ZP_GROUP_PAGES > 1 && i < GRP; i++)
-		if (i != flight && !used[i])
-			ck_assert_msg(zram__slot_get(z, i, false)->handle != was[i],
-				      "page %u was not regrouped", i);
-	atomic_store(&t->hold, false);
-	pthread_join(th, NULL);
-	ck_assert_int_eq(w.ret, moved);
-	for (i = 0; i < GRP; i++)
-		ck_assert_msg(page_on_backing(z, i) == !used[i], "page %u", i);
+		ck_assert_msg(page_on_backing(z, i) == !r.used[i], "page %u", i);
 	ck_assert_uint_eq(check_run(z, model, 0, GRP), moved);
 	zram_destroy(z);
 	tdisk_free(t);
