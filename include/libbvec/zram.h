@@ -349,20 +349,20 @@ enum zram_wb_mode {
  * slot accessed since it was sorted; a page only moved meanwhile (by
  * recompression, or on a %ZPOOL_F_MULTI_PAGE pool regrouped by
  * zram_compact()) is not, and one whose flags changed is checked again.
- * What is written is the page's data at that moment.  A page read or
- * written while its write is in flight stays in memory, its block freed.
+ * What is written is the page's data at that moment.
  *
  * Up to the batch size (zram_set_writeback_batch_size(), 32 by default) of
  * writes are in flight at once, each refilled as one completes; with a disk
  * that completes bios inside submit_bio() that is one at a time.  Holds the
  * device shared for its whole run (zram_reset() waits for it); I/O to any
  * page proceeds meanwhile.  A write in flight holds its block and its page
- * of the budget; a successful one keeps them (counted in bd_writes, even if
- * the page was overwritten meanwhile: the disk was written), a failed one
- * gives them back, and its page stays in memory.  So writing stops at the
- * first page that finds the backing disk full or the budget spent once this
- * run's writes have completed.  A failed write does not stop it: the other
- * pages are still tried, and -EIO is returned, as Linux does.
+ * of the budget.  A successful one counts in bd_writes, and keeps them if
+ * its page moved to the disk; if the page was read, written or discarded
+ * meanwhile it stays in memory (its current contents) and gives them back,
+ * as a failed write does.  So writing stops at the first page that finds
+ * the backing disk full or the budget spent once this run's writes have
+ * completed.  A failed write does not stop it: the other pages are still
+ * tried, and -EIO is returned, as Linux does.
  *
  * Return: pages written back (0 if none matched); or -EINVAL (NULL @zram,
  * unknown @mode, @first past the end), -ENODEV (no backing disk), -ENOMEM

@@ -574,8 +574,11 @@ static void refund(struct zram__wb *wb, struct wb_req *q)
  * succeeded and nothing replaced it meanwhile (zram__slot_swap() clears
  * ZRAM_UNDER_WB) or read it: as in Linux, a page used while its write was
  * in flight is not the cold page it was chosen as, and stays.  Otherwise
- * the block goes back and memory keeps the page.  Either way the run
- * gives up its claim on the slot.
+ * the block and the budget go back (Linux charges only a page that moved)
+ * and memory keeps the page.  Either way the run gives up its claim on the
+ * slot, and its mark: this run set ZRAM_UNDER_WB, and no other can while
+ * the claim is held, so a page read meanwhile would keep it and be
+ * passed over by every tier until its next write.
  */
 static void complete_req(struct wb_run *run, struct wb_req *q)
 {
@@ -596,8 +599,10 @@ static void complete_req(struct wb_run *run, struct wb_req *q)
 		atomic_fetch_add(&z->failed_writes, 1);
 		run->err = -EIO;
 	} else if (!(f & ZRAM_UNDER_WB) || slot_gen(f) != q->gen) {
-		atomic_fetch_and_explicit(&s->flags, ~ZRAM_WB_CLAIM, memory_order_relaxed);
+		atomic_fetch_and_explicit(&s->flags, ~(ZRAM_UNDER_WB | ZRAM_WB_CLAIM),
+					  memory_order_relaxed);
 		block_release(wb, q->hblk);
+		refund(wb, q);
 	} else {
 		old = s->handle;
 		s->handle = q->hblk;
