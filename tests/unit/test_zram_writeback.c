@@ -1376,6 +1376,51 @@ static void *race_writeback(void *arg)
 }
 
 /*
+ * With the tiers: a second writeback run, overlapping the first, of other
+ * modes and ranges (Linux allows one at a time; here any number may run).
+ */
+static void *race_writeback2(void *arg)
+{
+	struct race *r = arg;
+	unsigned int k;
+
+	for (k = 0; !atomic_load(&r->stop); k++)
+		ck_assert_int_ge(zram_writeback(r->z, k & 1 ? ZRAM_WB_HUGE : ZRAM_WB_ALL,
+						k * 7 % RP, RP / 2 + k % 5), 0);
+	return NULL;
+}
+
+/* With the tiers: recompression of every page or the idle ones, over and over. */
+static void *race_recompress(void *arg)
+{
+	struct race *r = arg;
+	unsigned int k;
+
+	for (k = 0; !atomic_load(&r->stop); k++) {
+		struct zram_recompress_params p = ZRAM_RECOMPRESS_PARAMS_INIT;
+		int64_t n;
+
+		p.type = k & 1 ? ZRAM_RECOMP_IDLE : ZRAM_RECOMP_ALL;
+		p.priority = k % 3;
+		n = zram_recompress(r->z, &p);
+		ck_assert_msg(n >= 0 || n == -ENOMEM, "zram_recompress: %lld", (long long)n);
+	}
+	return NULL;
+}
+
+/* With the tiers: compaction, which also regroups sparse groups. */
+static void *race_compact(void *arg)
+{
+	struct race *r = arg;
+
+	while (!atomic_load(&r->stop)) {
+		zram_compact(r->z);
+		usleep(200);
+	}
+	return NULL;
+}
+
+/*
  * Reads pages that another thread writes: only checks the I/O succeeds.
  * With groups, also runs of two groups from any page, across owners.
  */
@@ -1397,7 +1442,13 @@ static void *race_reader(void *arg)
 	return NULL;
 }
 
-static void race_run(bool async, uint32_t flags)
+/*
+ * I/O threads with a model, a reader and a writeback thread; with @tiers
+ * also a second writeback, recompression (two algorithms) and compaction,
+ * all at once.  Ends with every page compared, each backing block owned by
+ * one written-back page, and no page left marked as being written back.
+ */
+static void race_run(bool async, uint32_t flags, bool tiers)
 {
 	static unsigned char model[RP][PG];
 	/*
@@ -1409,25 +1460,39 @@ static void race_run(bool async, uint32_t flags)
 	struct tdisk *t = tdisk_new(2 * RP, async);
 	struct race r = { .z = new_zram_flags(RP, t->disk, flags), .model = model,
 			  .multi = flags & ZPOOL_F_MULTI_PAGE };
+	void *(*const tier_fn[])(void *) = { race_writeback2, race_recompress, race_compact };
+	const unsigned int nt = tiers ? 3 : 0;
 	struct racer me[RT];
-	pthread_t io_t[RT], wb_t, rd_t;
+	pthread_t io_t[RT], wb_t, rd_t, tier_t[3];
 	struct zram_bd_stat bd;
 	struct zram_io_stat ios;
 	unsigned int i;
 
 	memset(model, 0, sizeof(model));
+	if (tiers) {
+		ck_assert_int_eq(zram_set_recomp_algorithm(r.z, "lz4hc", 1), 0);
+		ck_assert_int_eq(zram_set_recomp_algorithm(r.z, strong(), 2), 0);
+		ck_assert_int_eq(zram_set_writeback_batch_size(r.z, 3), 0);
+	}
 	for (i = 0; i < RT; i++) {
 		me[i] = (struct racer){ &r, i };
 		ck_assert_int_eq(pthread_create(&io_t[i], NULL, race_io, &me[i]), 0);
 	}
 	ck_assert_int_eq(pthread_create(&wb_t, NULL, race_writeback, &r), 0);
 	ck_assert_int_eq(pthread_create(&rd_t, NULL, race_reader, &r), 0);
+	for (i = 0; i < nt; i++)
+		ck_assert_int_eq(pthread_create(&tier_t[i], NULL, tier_fn[i], &r), 0);
 	for (i = 0; i < RT; i++)
 		pthread_join(io_t[i], NULL);
 	atomic_store(&r.stop, true);
 	pthread_join(wb_t, NULL);
 	pthread_join(rd_t, NULL);
+	for (i = 0; i < nt; i++)
+		pthread_join(tier_t[i], NULL);
 	check_all(r.z, model, RP);
+	for (i = 0; i < RP; i++)
+		ck_assert_msg(!(flags_of(r.z, i) & (ZRAM_UNDER_WB | ZRAM_WB_CLAIM)),
+			      "page %u still marked for writeback: flags %#x", i, flags_of(r.z, i));
 	ck_assert_int_gt(r.wb_total, 0);
 	/* Each block in use belongs to exactly one written-back page. */
 	zram_bd_stat(r.z, &bd);
@@ -1442,13 +1507,25 @@ static void race_run(bool async, uint32_t flags)
 
 START_TEST(test_race)
 {
-	race_run(_i == 1, ZPOOL_F_CHECKSUM);
+	race_run(_i == 1, ZPOOL_F_CHECKSUM, false);
+}
+END_TEST
+
+START_TEST(test_race_tiers)
+{
+	race_run(_i == 1, ZPOOL_F_CHECKSUM, true);
+}
+END_TEST
+
+START_TEST(test_race_tiers_multi)
+{
+	race_run(_i == 1, ZPOOL_F_CHECKSUM | ZPOOL_F_MULTI_PAGE, true);
 }
 END_TEST
 
 START_TEST(test_race_multi)
 {
-	race_run(_i == 1, ZPOOL_F_CHECKSUM | ZPOOL_F_MULTI_PAGE);
+	race_run(_i == 1, ZPOOL_F_CHECKSUM | ZPOOL_F_MULTI_PAGE, false);
 }
 END_TEST
 
@@ -1463,7 +1540,8 @@ int main(void)
 					ZP_GROUP_PAGES > 1 ? test_regrouped_still_chosen : NULL, NULL };
 	/* _i = 0: a disk that completes inside submit_bio; 1: on its own thread. */
 	const TTest *const both[] = { test_partial_io, test_backing_fails, test_windows, test_reset,
-				      test_race, test_multi_members, test_race_multi, NULL };
+				      test_race, test_multi_members, test_race_multi, test_race_tiers,
+				      test_race_tiers_multi, NULL };
 	/* _i = 0: page by page; 1: ZPOOL_F_MULTI_PAGE. */
 	const TTest *const pool_modes[] = { test_recompress_then_writeback, NULL };
 	/* _i = 0: a budget of 4 pages; 1: a backing disk of 4 blocks. */
