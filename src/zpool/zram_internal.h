@@ -152,9 +152,10 @@ int zram__store_page(struct zram *z, const void *page, uint32_t *handle, bool *z
 
 /*
  * A page a tier selected: its index, the bytes its object holds
- * (zram__page_bytes()) and its access count then (slot_gen()).  zram__cand_cmp() orders
- * candidates as Linux's post-processing does since 6.13, for recompression
- * and writeback alike: largest object first, ties in disk order.
+ * (zram__page_bytes()) and its access count then (slot_gen()).
+ * zram__cand_cmp() orders candidates as Linux's post-processing does since
+ * 6.13, for recompression and writeback alike: largest object first, ties
+ * in disk order.
  */
 struct zram__cand {
 	uint64_t index;
@@ -239,8 +240,8 @@ static inline uint32_t slot_gen(uint32_t flags)
 
 /*
  * Called with the slot locked: a read or write clears the idle mark and
- * counts an access.  Flags may change without the lock (ZRAM_LOCK of no
- * one else, though), hence one compare-and-swap for both.
+ * counts an access.  One compare-and-swap for both, as a thread waiting
+ * for the lock still writes the word (its fetch-or of ZRAM_LOCK).
  */
 static inline void slot_touch(struct zram *z, struct zram_slot *s)
 {
