@@ -591,18 +591,15 @@ static void complete_req(struct wb_run *run, struct wb_req *q)
 		atomic_fetch_add(&wb->bd_writes, 1);
 	slot_lock(s);
 	f = atomic_load_explicit(&s->flags, memory_order_relaxed);
-	if (q->status) {
+	if (q->status || !(f & ZRAM_UNDER_WB) || slot_gen(f) != q->gen) {
 		atomic_fetch_and_explicit(&s->flags, ~(ZRAM_UNDER_WB | ZRAM_WB_CLAIM),
 					  memory_order_relaxed);
 		block_release(wb, q->hblk);
 		refund(wb, q);
-		atomic_fetch_add(&z->failed_writes, 1);
-		run->err = -EIO;
-	} else if (!(f & ZRAM_UNDER_WB) || slot_gen(f) != q->gen) {
-		atomic_fetch_and_explicit(&s->flags, ~(ZRAM_UNDER_WB | ZRAM_WB_CLAIM),
-					  memory_order_relaxed);
-		block_release(wb, q->hblk);
-		refund(wb, q);
+		if (q->status) {
+			atomic_fetch_add(&z->failed_writes, 1);
+			run->err = -EIO;
+		}
 	} else {
 		old = s->handle;
 		s->handle = q->hblk;
