@@ -4,11 +4,13 @@
  * mallocs each compressed page, on the same pages in the same run.
  *
  *   bench_zpool CORPUS [--csv] [--compact-max MIB] [--compact-only] [--memory-only]
+ *               [--throughput-only]
  *
  * The last part times zpool_compact() on pools of 64 MiB of stored pages
  * up to --compact-max (1024 by default; 4096 for the 4 GiB case, 0 to
  * skip it); --compact-only runs that part alone, --memory-only the memory
- * figures alone (every zspage length, old and new defaults).
+ * figures alone (every zspage length, old and new defaults), --throughput-only
+ * the lz4 throughput and thread-scaling figures alone.
  * CORPUS is a file of whole pages (e.g. ../shared/corpus/anon-64m.bin.xz
  * unpacked).  Exits 77 (skip) if it is absent.  Every page loaded back is
  * compared with the original, so the throughput figures are of correct work.
@@ -565,10 +567,10 @@ int main(int argc, char **argv)
 	struct raw raw;
 	zpool_handle_t *handles;
 	uint64_t payload, footprint, payload_after, footprint_after;
-	double c1, d1, c2, d2, s1, sa, l1, s2, l2;
+	double c1, d1, c2, d2, s1, sa, sa2, l1, s2, l2;
 	long s2_sleeps;
 	size_t compact_max = 1024, mib;
-	bool compact_only = false, memory_only = false;
+	bool compact_only = false, memory_only = false, throughput_only = false;
 	FILE *f;
 	long size;
 	int a;
@@ -582,12 +584,14 @@ int main(int argc, char **argv)
 			compact_only = true;
 		else if (!strcmp(argv[a], "--memory-only"))
 			memory_only = true;
+		else if (!strcmp(argv[a], "--throughput-only"))
+			throughput_only = true;
 		else
 			argc = 0;
 	}
 	if (argc < 2) {
 		fprintf(stderr, "usage: bench_zpool CORPUS [--csv] [--compact-max MIB] "
-			"[--compact-only] [--memory-only]\n");
+			"[--compact-only] [--memory-only] [--throughput-only]\n");
 		return 2;
 	}
 	f = fopen(argv[1], "rb");
@@ -629,6 +633,7 @@ int main(int argc, char **argv)
 	d2 = best(REPS, 1, 2, NULL, &raw, handles, false);
 	s2 = best(REPS, 2, 2, "lz4", &raw, handles, false);
 	s2_sleeps = best_sleeps;
+	sa2 = best(REPS, 2, 2, "lz4", &raw, handles, true);
 	l2 = best(REPS, 3, 2, "lz4", &raw, handles, false);
 
 	if (!csv)
@@ -645,9 +650,12 @@ int main(int argc, char **argv)
 	/* A store that waits for a class lock sleeps; few sleeps, few waits. */
 	report("store 2 threads: sleeps per 1000 pages", (double)s2_sleeps * 1000 / (double)npages,
 	       "");
+	report("store (pre-faulted) 2 threads / 1 thread", sa / sa2, "x");
 	report("load 2 threads / 1 thread", l1 / l2, "x");
 	report("raw compress 2 threads / 1 thread", c1 / c2, "x");
 	report("raw decompress 2 threads / 1 thread", d1 / d2, "x");
+	if (throughput_only)
+		goto out;
 
 memory:
 	if (!csv)
