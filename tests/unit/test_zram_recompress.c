@@ -156,6 +156,103 @@ START_TEST(test_incompressible)
 }
 END_TEST
 
+/*
+ * A page source that reads page @victim of @z, once, on its first call after
+ * @armed is set, if the run is then trying page @first.  Recompression scans
+ * every page, then tries them largest first; a try that stores into an
+ * empty size class asks the source for a zspage, so the read lands after
+ * the scan chose @victim and before its turn, with nothing held that a read
+ * of another class needs.  A call at any other moment is counted in
+ * @early and reads nothing (reading a page under its own try would wait
+ * for ever on its lock).
+ */
+struct reading_source {
+	struct zpool_page_source src, arena;
+	struct zram *z;
+	uint64_t first, victim;
+	bool armed;
+	int reads, read_ret, early;
+};
+
+static void *reading_alloc(void *ctx, size_t bytes)
+{
+	struct reading_source *r = ctx;
+	unsigned char page[PG];
+
+	if (r->armed) {
+		r->armed = false;
+		if ((flags_of(r->z, r->first) & ZRAM_LOCK) &&
+		    !(flags_of(r->z, r->victim) & ZRAM_LOCK)) {
+			r->read_ret = do_io(r->z, REQ_OP_READ, r->victim, page);
+			r->reads++;
+		} else {
+			r->early++;
+		}
+	}
+	return r->arena.alloc(r->arena.ctx, bytes);
+}
+
+static void reading_free(void *ctx, void *mem, size_t bytes)
+{
+	struct reading_source *r = ctx;
+
+	r->arena.free(r->arena.ctx, mem, bytes);
+}
+
+/* A quarter page of text and zeroes: a small object, far below a text page's. */
+static void small_page(unsigned char *p, uint64_t index)
+{
+	text_page(p, index, 0);
+	memset(p + PG / 4, 0, PG - PG / 4);
+}
+
+/*
+ * _i = 0 leaves the source unarmed, the control: both pages shrink.  _i = 1
+ * reads page 1 between the scan and its turn: as Linux 6.13, where any
+ * access clears ZRAM_PP_SLOT, the run passes it over.  Its handle did not
+ * change, so a run that compared handles recompressed it.
+ */
+START_TEST(test_read_passed_over)
+{
+	struct zram_recompress_params p = ZRAM_RECOMPRESS_PARAMS_INIT;
+	struct zram_config cfg = ZRAM_CONFIG_INIT;
+	struct reading_source r = { .first = 0, .victim = 1 };
+	size_t bytes = 64 * ZP_MAX_CHAIN * PG;
+	void *mem = malloc(bytes);
+	unsigned char page[PG], want[PG];
+
+	ck_assert_ptr_nonnull(mem);
+	ck_assert_int_eq(zpool_arena_init(mem, bytes, &r.arena), 0);
+	r.src = r.arena;
+	r.src.alloc = reading_alloc;
+	r.src.free = reading_free;
+	r.src.ctx = &r;
+	cfg.disksize = 4 * PG;
+	cfg.pool.compressor = "lz4";
+	cfg.pool.page_source = &r.src;
+	r.z = zram_create(&cfg);
+	ck_assert_ptr_nonnull(r.z);
+	ck_assert_int_eq(zram_set_recomp_algorithm(r.z, strong(), 1), 0);
+	text_page(page, 0, 0);
+	ck_assert_int_eq(do_io(r.z, REQ_OP_WRITE, 0, page), 0);
+	small_page(page, 1);
+	ck_assert_int_eq(do_io(r.z, REQ_OP_WRITE, 1, page), 0);
+	r.armed = _i;
+	ck_assert_int_eq(zram_recompress(r.z, &p), (_i ? 1 : 2));
+	ck_assert_int_eq(r.early, 0);
+	ck_assert_int_eq(r.reads, _i);
+	ck_assert_int_eq(r.read_ret, 0);
+	ck_assert_uint_eq(flags_of(r.z, 0) & ZRAM_RECOMP, ZRAM_RECOMP);
+	ck_assert_uint_eq(flags_of(r.z, 1) & ZRAM_RECOMP, _i ? 0 : ZRAM_RECOMP);
+	check_text(r.z, 0, 0);
+	small_page(want, 1);
+	ck_assert_int_eq(do_io(r.z, REQ_OP_READ, 1, page), 0);
+	ck_assert(!memcmp(want, page, PG));
+	zram_destroy(r.z);
+	free(mem);
+}
+END_TEST
+
 START_TEST(test_max_pages_threshold)
 {
 	struct zram_recompress_params p = ZRAM_RECOMPRESS_PARAMS_INIT;
@@ -926,10 +1023,12 @@ int main(void)
 	};
 	const TTest *const dicts[] = { test_dictionary_versions, test_zstd_frames, test_train_dict,
 				       NULL };
+	const TTest *const passed[] = { test_read_passed_over, NULL };
 	const TTest *const races[] = { test_races, NULL };
 	const struct test_group groups[] = {
 		{ .name = "recompress", .tests = recompress, .timeout = 600 },
 		{ .name = "dictionaries", .tests = dicts, .timeout = 600 },
+		{ .name = "passed over", .tests = passed, .loops = 2 },
 		{ .name = "races", .tests = races, .timeout = 600, .loops = 2 },
 		{ .name = NULL },
 	};
