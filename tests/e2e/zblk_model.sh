@@ -26,8 +26,8 @@
 # the first); backing_dev with idle marking and writeback; mem_limit set
 # 512 KiB above use mid-run.  There a failed write must say EIO, change
 # nothing outside its range, leave each page it touched old or new whole
-# (a failed 1 MiB write does land some pages: zblk.1's "leave the old
-# contents" holds page by page), and the old bytes for a write inside one
+# (a failed 1 MiB write does land some pages, as zblk.1 says), and the
+# old bytes for a write inside one
 # page; zeroes must still go in.  zblk keeps nothing across a remount
 # (backing_dev is a writeback tier, not a copy): no persistence check.
 # ZBLK_MODEL_SEED, ZBLK_MODEL_OPS (per configuration) and
