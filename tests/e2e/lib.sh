@@ -72,6 +72,16 @@ zblk_start() {
 	echo "zblk -o $opts"
 }
 
+# zblk_stop NAME: zblk_start's counterpart: unmount and wait until the
+# daemon is gone (a crash shows here, NAME in the message); a zombie waiting
+# for its reaper has no command line for pgrep.
+zblk_stop() {
+	zblk_pid >/dev/null || fail "[$1] zblk is gone: it crashed"
+	fusermount3 -u "$MNT" || fail "[$1] fusermount3 -u"
+	for _ in $(seq 100); do pgrep -f -- " $MNT\$" >/dev/null || return 0; sleep 0.1; done
+	fail "[$1] zblk did not exit after the unmount"
+}
+
 # field N of mm_stat (1 = orig_data_size ...)
 mm_stat() { awk -v n="$1" '{print $n}' "$MNT/mm_stat"; }
 

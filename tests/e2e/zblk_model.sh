@@ -877,15 +877,6 @@ print(f"{config}: {s['ops']} ops + {s['thread_ops']} in threads, {s['written'] /
       f"{s['refused']} refused as documented{extra}, seed {seed}, {secs:.1f} s")
 PY
 
-# zblk_stop NAME: unmount and wait until the daemon is gone (a crash shows
-# here); a zombie waiting for its reaper has no command line for pgrep.
-zblk_stop() {
-	zblk_pid >/dev/null || fail "[$1] zblk is gone: it crashed"
-	fusermount3 -u "$MNT" || fail "[$1] fusermount3 -u"
-	for _ in $(seq 100); do pgrep -f -- " $MNT\$" >/dev/null || return 0; sleep 0.1; done
-	fail "[$1] zblk did not exit after the unmount"
-}
-
 # run NAME OPTIONS FLAGS: one configuration on a fresh mount.
 run() {
 	[[ ",$CONFIGS," == *,$1,* ]] || return 0
