@@ -101,14 +101,14 @@ for f in "$MNT" "$MNT/disk" "$MNT/mm_stat"; do
 	t=$(stat -c %Y "$f")
 	[ $((now - t)) -lt 600 ] && [ "$t" -le "$now" ] || fail "$f has mtime $t, now is $now"
 done
-fusermount3 -u "$MNT"
+zblk_stop "disksize=64M"
 
 # disksize is rounded up to whole pages, as zram's is.
 "$ZBLK" -o disksize=4097 "$MNT" || fail "zblk -o disksize=4097 did not start"
 want=$(((4097 + PAGE_SIZE - 1) / PAGE_SIZE * PAGE_SIZE))
 [ "$(stat -c %s "$MNT/disk")" = "$want" ] ||
 	fail "disksize=4097 gave $(stat -c %s "$MNT/disk") bytes, not $want"
-fusermount3 -u "$MNT"
+zblk_stop "disksize=4097"
 echo "disksize=4097 -> $want bytes"
 
 # Help and version on stdout with status 0; bare zblk: usage on stderr, 2.

@@ -95,7 +95,7 @@ head -c $((2 * max)) /dev/urandom >"$WORK/data"
 dd if="$WORK/data" of="$MNT/disk" bs=$((2 * max)) oflag=direct conv=notrunc status=none ||
 	fail "a $((2 * max))-byte write with max_write=$max failed"
 cmp -n $((2 * max)) "$WORK/data" "$MNT/disk" || fail "max_write=$max: data differ"
-fusermount3 -u "$MNT"
+zblk_stop "max_write=$max"
 
 # A stop asked for with SIGTERM unmounts and exits 0, as service managers
 # expect of a daemon; it used to exit 1.  (SIGINT and SIGHUP are the same

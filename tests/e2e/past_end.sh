@@ -69,7 +69,7 @@ PY
 	cmp "$WORK/model" "$MNT/disk" || fail "mode '$mode': the data inside changed"
 	dd if="$MNT/disk" iflag=direct bs=64k status=none | cmp - "$WORK/model" ||
 		fail "mode '$mode': the device holds other data than the page cache"
-	fusermount3 -u "$MNT"
+	zblk_stop "mode '$mode'"
 	echo "mode '$mode': the disk kept its size and data"
 done
 echo "1 passed, 0 failed"
