@@ -384,6 +384,18 @@ BVEC_API int64_t zram_writeback(struct zram *zram, enum zram_wb_mode mode, uint6
 BVEC_API int zram_set_writeback_batch_size(struct zram *zram, unsigned int n);
 
 /**
+ * zram_writeback_batch_size() - the writes zram_writeback() keeps in flight
+ * @zram: the device
+ *
+ * As reading Linux's writeback_batch_size.  Lock-free: a zram_writeback()
+ * already running keeps the size it started with.
+ *
+ * Return: 1 to 256 (32 until zram_set_writeback_batch_size()), or 0 for a
+ * NULL @zram.
+ */
+BVEC_API unsigned int zram_writeback_batch_size(const struct zram *zram);
+
+/**
  * zram_set_writeback_limit_enable() - turn the writeback budget on or off
  * @zram: the device
  * @enable: true to enforce the budget of zram_set_writeback_limit()

@@ -939,6 +939,11 @@ int zram_set_writeback_batch_size(struct zram *z, unsigned int n)
 	return 0;
 }
 
+unsigned int zram_writeback_batch_size(const struct zram *z)
+{
+	return z ? atomic_load(&z->wb->batch) : 0;
+}
+
 void zram_set_writeback_limit_enable(struct zram *z, bool enable)
 {
 	if (!z)

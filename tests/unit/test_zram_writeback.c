@@ -472,8 +472,14 @@ START_TEST(test_backing_rules)
 	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, NP, 1), -EINVAL);
 	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 3, 1), 1);
 	ck_assert_int_eq(zram_set_backing(z, NULL), -EBUSY);
+	ck_assert_uint_eq(zram_writeback_batch_size(z), 32);
 	ck_assert_int_eq(zram_set_writeback_batch_size(z, 0), -EINVAL);
 	ck_assert_int_eq(zram_set_writeback_batch_size(z, 257), -EINVAL);
+	ck_assert_uint_eq(zram_writeback_batch_size(z), 32); /* refused: unchanged */
+	ck_assert_int_eq(zram_set_writeback_batch_size(z, 256), 0);
+	ck_assert_uint_eq(zram_writeback_batch_size(z), 256);
+	ck_assert_int_eq(zram_set_writeback_batch_size(z, 32), 0);
+	ck_assert_uint_eq(zram_writeback_batch_size(NULL), 0);
 	/* block_state: stored pages only, Linux's letters. */
 	i = 0;
 	ck_assert_int_eq(zram_block_state(z, &i, &bs), 0);

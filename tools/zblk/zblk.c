@@ -104,7 +104,7 @@ static const struct fuse_opt zblk_opts[] = {
 };
 
 enum file { F_ROOT, F_DISK, F_MM_STAT, F_IO_STAT, F_COMPACT, F_MEM_LIMIT, F_IDLE,
-	    F_WRITEBACK, F_WB_LIMIT, F_WB_LIMIT_ENABLE, F_BD_STAT, F_BLOCK_STATE,
+	    F_WRITEBACK, F_WB_LIMIT, F_WB_LIMIT_ENABLE, F_WB_BATCH, F_BD_STAT, F_BLOCK_STATE,
 	    F_RECOMP_ALGORITHM, F_RECOMPRESS, F_ALGORITHM_PARAMS, F_TRAIN_DICT, F_NONE };
 
 static const struct {
@@ -120,6 +120,7 @@ static const struct {
 	[F_WRITEBACK] = { "writeback", S_IFREG | 0200 },
 	[F_WB_LIMIT] = { "writeback_limit", S_IFREG | 0600 },
 	[F_WB_LIMIT_ENABLE] = { "writeback_limit_enable", S_IFREG | 0600 },
+	[F_WB_BATCH] = { "writeback_batch_size", S_IFREG | 0600 },
 	[F_BD_STAT] = { "bd_stat", S_IFREG | 0444 },
 	[F_BLOCK_STATE] = { "block_state", S_IFREG | 0444 },
 	[F_RECOMP_ALGORITHM] = { "recomp_algorithm", S_IFREG | 0600 },
@@ -329,7 +330,7 @@ static int disk_io(char *buf, size_t size, uint64_t off, bool write)
  * ("idle", "huge", "huge_idle", "incompressible", or "type=T" with any
  * "page_index=N" and "page_indexes=A-B" words, ranges inclusive),
  * writeback_limit (4 KiB units left), writeback_limit_enable (0 or 1),
- * bd_stat, and block_state (one 40-byte line per stored page, so a read at
+ * writeback_batch_size (writes in flight, 1 to 256), bd_stat, and block_state (one 40-byte line per stored page, so a read at
  * any offset finds its line by counting).  @buf is the FUSE buffer; a read
  * returns bytes, a write @size, or a negative errno.
  */
@@ -391,6 +392,8 @@ static int wb_file(enum file f, char *buf, size_t size, off_t off, bool write)
 			v = zram_writeback_limit(z, &on);
 			n = f == F_WB_LIMIT ? snprintf(text, sizeof(text), "%" PRIu64 "\n", v) :
 					      snprintf(text, sizeof(text), "%d\n", on);
+		} else if (f == F_WB_BATCH) {
+			n = snprintf(text, sizeof(text), "%u\n", zram_writeback_batch_size(z));
 		}
 		return text_read(text, n, buf, size, off);
 	}
@@ -408,6 +411,14 @@ static int wb_file(enum file f, char *buf, size_t size, off_t off, bool write)
 			else
 				zram_set_writeback_limit_enable(zb.zram[k], v != 0);
 		}
+		return (int)size;
+	case F_WB_BATCH:
+		/* All stripes or none: check the value before setting any. */
+		text[strcspn(text, "\n")] = 0;
+		if (zblk_parse_number(text, false, 256, &v) || !v)
+			return -EINVAL;
+		for (k = 0; k < zb.n; k++)
+			zram_set_writeback_batch_size(zb.zram[k], (unsigned int)v);
 		return (int)size;
 	case F_WRITEBACK:
 		n = zblk_parse_kv(text, kv, sizeof(kv) / sizeof(kv[0]));
