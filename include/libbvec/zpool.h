@@ -342,6 +342,17 @@ BVEC_API size_t zpool_compact(struct zpool *pool);
 BVEC_API void zpool_set_mem_limit(struct zpool *pool, uint64_t bytes);
 
 /**
+ * zpool_reset_mem_used_max() - restart the memory watermark from now
+ * @pool: the pool; NULL does nothing
+ *
+ * Sets mem_used_max (zpool_stats()) to the memory the pool holds now, as
+ * writing 0 to Linux's zram mem_used_max does, so that a later peak can be
+ * told from an earlier one.  Lock-free; a store finishing meanwhile may
+ * raise it again at once.
+ */
+BVEC_API void zpool_reset_mem_used_max(struct zpool *pool);
+
+/**
  * zpool_stats() - the pool's statistics
  * @pool: the pool
  * @st: receives them

@@ -220,6 +220,16 @@ BVEC_API size_t zram_compact(struct zram *zram);
 BVEC_API void zram_set_mem_limit(struct zram *zram, uint64_t bytes);
 
 /**
+ * zram_reset_mem_used_max() - restart the mm_stat watermark from now
+ * @zram: the device; NULL does nothing
+ *
+ * As writing 0 to Linux's mem_used_max: mem_used_max (zram_mm_stat())
+ * becomes the memory used now, and rises again from there.  Safe alongside
+ * I/O on other threads.
+ */
+BVEC_API void zram_reset_mem_used_max(struct zram *zram);
+
+/**
  * zram_reset() - drop every page, as writing 1 to zram's reset
  * @zram: the device
  *

@@ -1094,6 +1094,12 @@ void zpool_set_mem_limit(struct zpool *pool, uint64_t bytes)
 		atomic_store(&pool->mem_limit, bytes);
 }
 
+void zpool_reset_mem_used_max(struct zpool *pool)
+{
+	if (pool)
+		atomic_store(&pool->mem_used_max, mem_used(pool));
+}
+
 void zpool_stats(struct zpool *pool, struct zpool_stats *st)
 {
 	if (!pool || !st)

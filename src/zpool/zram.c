@@ -732,6 +732,15 @@ void zram_mm_stat(struct zram *z, struct zpool_stats *st)
 	zpool__rw_unlock(z->lock);
 }
 
+void zram_reset_mem_used_max(struct zram *z)
+{
+	if (!z)
+		return;
+	zpool__read_lock(z->lock);
+	zpool_reset_mem_used_max(z->pool);
+	zpool__rw_unlock(z->lock);
+}
+
 void zram_io_stat(struct zram *z, struct zram_io_stat *st)
 {
 	if (!z || !st)

@@ -36,4 +36,19 @@ echo 0 >"$MNT/mem_limit"
 dd if="$WORK/src" of="$MNT/disk" bs=64k oflag=direct conv=notrunc 2>/dev/null ||
 	fail "writes still fail with the limit lifted"
 cmp -n 16777216 "$WORK/src" "$MNT/disk" || fail "data differs after lifting the limit"
+# mem_used_max keeps the peak after the data goes; writing 0 restarts it
+# from the memory used now (Linux's only accepted value), anything else
+# fails and changes nothing.
+fallocate -p -o 0 -l 16M "$MNT/disk" || fail "punching the data out failed"
+echo 1 >"$MNT/compact"
+read -r _ _ total _ max _ <"$MNT/mm_stat"
+[ "$max" -gt $((total + 8388608)) ] || fail "mem_used_max $max fell with the data (total $total)"
+for bad in 1 x ""; do
+	! echo "$bad" >"$MNT/mem_used_max" 2>/dev/null || fail "mem_used_max '$bad' accepted"
+done
+[ "$(mm_stat 5)" = "$max" ] || fail "a refused write moved mem_used_max: $(mm_stat 5), was $max"
+echo 0 >"$MNT/mem_used_max" || fail "echo 0 > mem_used_max failed"
+read -r _ _ total _ max2 _ <"$MNT/mm_stat"
+[ "$max2" = "$total" ] || fail "mem_used_max $max2 after the reset, mem_used_total $total"
+echo "mem_used_max $max -> $max2 (mem_used_total) after echo 0"
 echo "1 passed, 0 failed"

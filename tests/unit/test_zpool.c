@@ -291,6 +291,41 @@ START_TEST(test_refused_store_changes_nothing)
 END_TEST
 
 /*
+ * mem_used_max keeps a peak after the objects are gone; restarted, it is
+ * the memory held then and rises with the next store.
+ */
+START_TEST(test_mem_used_max_reset)
+{
+	struct zpool *pool = new_pool(NULL, 0, NULL);
+	unsigned char page[PG];
+	zpool_handle_t h[64];
+	struct zpool_stats full, empty, st;
+	unsigned int i;
+
+	for (i = 0; i < 64; i++) {
+		make_page(page, PAGE_RANDOM, i, 0);
+		ck_assert_int_eq(zpool_store(pool, page, &h[i]), 0);
+	}
+	zpool_stats(pool, &full);
+	for (i = 0; i < 64; i++)
+		zpool_free(pool, h[i]);
+	zpool_stats(pool, &empty);
+	ck_assert_uint_lt(empty.mem_used_total, full.mem_used_total);
+	ck_assert_uint_eq(empty.mem_used_max, full.mem_used_max);
+	zpool_reset_mem_used_max(pool);
+	zpool_reset_mem_used_max(NULL);
+	zpool_stats(pool, &st);
+	ck_assert_uint_eq(st.mem_used_max, empty.mem_used_total);
+	make_page(page, PAGE_RANDOM, 99, 0);
+	ck_assert_int_eq(zpool_store(pool, page, &h[0]), 0);
+	zpool_stats(pool, &st);
+	ck_assert_uint_gt(st.mem_used_total, empty.mem_used_total);
+	ck_assert_uint_eq(st.mem_used_max, st.mem_used_total);
+	zpool_destroy(pool);
+}
+END_TEST
+
+/*
  * More objects than the old handle table could index (4,177,920: a
  * directory of at most 16 pages), same-filled and tiny ones; then every
  * page the tables took goes back when they are freed.
@@ -838,6 +873,7 @@ int main(void)
 		test_invalid_calls,
 		test_mem_limit,
 		test_refused_store_changes_nothing,
+		test_mem_used_max_reset,
 		test_millions_of_objects,
 		test_checksum_detects_corruption,
 		test_corrupt_without_checksum,

@@ -598,6 +598,13 @@ START_TEST(test_stats_idle_compact_reset)
 	zram_compact(z);
 	zram_io_stat(z, &io);
 	ck_assert_uint_eq(io.notify_free, DISK_PAGES / 2);
+	/* The peak outlives the data until the watermark is restarted. */
+	zram_mm_stat(z, &ms);
+	ck_assert_uint_gt(ms.mem_used_max, ms.mem_used_total);
+	zram_reset_mem_used_max(z);
+	zram_reset_mem_used_max(NULL);
+	zram_mm_stat(z, &ms);
+	ck_assert_uint_eq(ms.mem_used_max, ms.mem_used_total);
 	zram_reset(z);
 	zram_mm_stat(z, &ms);
 	ck_assert_uint_eq(ms.orig_data_size, 0);

@@ -7,7 +7,8 @@
  * MOUNTPOINT/disk is a file of exactly disksize bytes kept compressed in
  * memory by zram devices of libzpool; mkfs it, loop-mount it, hand it to
  * fio.  MOUNTPOINT/mm_stat and io_stat read like zram's; writing to
- * compact compacts, to mem_limit sets the limit, to idle marks pages idle
+ * compact compacts, to mem_limit sets the limit, 0 to mem_used_max restarts
+ * mm_stat's watermark from now, to idle marks pages idle
  * ("all" or a number of seconds).  Every FUSE read and write becomes one bio
  * over the FUSE buffer itself, submitted to the stripe device (stripes > 1)
  * or the zram device, and completes before FUSE gets its reply.
@@ -103,7 +104,7 @@ static const struct fuse_opt zblk_opts[] = {
 	FUSE_OPT_END
 };
 
-enum file { F_ROOT, F_DISK, F_MM_STAT, F_IO_STAT, F_COMPACT, F_MEM_LIMIT, F_IDLE,
+enum file { F_ROOT, F_DISK, F_MM_STAT, F_IO_STAT, F_COMPACT, F_MEM_LIMIT, F_MEM_USED_MAX, F_IDLE,
 	    F_WRITEBACK, F_WB_LIMIT, F_WB_LIMIT_ENABLE, F_WB_BATCH, F_BD_STAT, F_BLOCK_STATE,
 	    F_RECOMP_ALGORITHM, F_RECOMPRESS, F_ALGORITHM_PARAMS, F_TRAIN_DICT, F_NONE };
 
@@ -116,6 +117,7 @@ static const struct {
 	[F_IO_STAT] = { "io_stat", S_IFREG | 0444 },
 	[F_COMPACT] = { "compact", S_IFREG | 0200 },
 	[F_MEM_LIMIT] = { "mem_limit", S_IFREG | 0600 },
+	[F_MEM_USED_MAX] = { "mem_used_max", S_IFREG | 0200 },
 	[F_IDLE] = { "idle", S_IFREG | 0200 },
 	[F_WRITEBACK] = { "writeback", S_IFREG | 0200 },
 	[F_WB_LIMIT] = { "writeback_limit", S_IFREG | 0600 },
@@ -753,6 +755,13 @@ static int zblk_write(const char *path, const char *buf, size_t size, off_t off,
 			return -EINVAL;
 		for (k = 0; k < zb.n; k++)
 			zram_set_mem_limit(zb.zram[k], v / zb.n);
+		return (int)size;
+	case F_MEM_USED_MAX:
+		/* Linux takes only 0: the watermark can be restarted, not set. */
+		if (zblk_parse_number(text, false, 0, &v))
+			return -EINVAL;
+		for (k = 0; k < zb.n; k++)
+			zram_reset_mem_used_max(zb.zram[k]);
 		return (int)size;
 	case F_IDLE:
 		if (!strcmp(text, "all"))
