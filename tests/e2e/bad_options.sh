@@ -95,6 +95,17 @@ for bad in 4294967296 0 -5 1K; do
 	if (echo "$bad" >"$MNT/idle") 2>/dev/null; then fail "echo '$bad' > idle worked"; fi
 done
 echo all >"$MNT/idle" || fail "echo all > idle failed"
+# What Linux sets before a device starts reads back, and refuses a change
+# with EBUSY, as Linux does once the device is initialised.
+[ "$(cat "$MNT/disksize")" = 67108864 ] || fail "disksize reads $(cat "$MNT/disksize")"
+[ "$(cat "$MNT/backing_dev")" = none ] || fail "backing_dev reads $(cat "$MNT/backing_dev")"
+grep -qx '\[lz4\]\( lz4hc\)\?\( zstd\)\?' "$MNT/comp_algorithm" ||
+	fail "comp_algorithm reads '$(cat "$MNT/comp_algorithm")'"
+for f in disksize:1G comp_algorithm:zstd backing_dev:/dev/null; do
+	if (echo "${f#*:}" >"$MNT/${f%%:*}") 2>"$WORK/err"; then fail "echo ${f#*:} > ${f%%:*} worked"; fi
+	grep -q "Device or resource busy" "$WORK/err" || fail "${f%%:*}: $(cat "$WORK/err")"
+done
+[ "$(cat "$MNT/disksize")" = 67108864 ] || fail "disksize changed to $(cat "$MNT/disksize")"
 # The files carry the mount time, not 1970.
 now=$(date +%s)
 for f in "$MNT" "$MNT/disk" "$MNT/mm_stat"; do

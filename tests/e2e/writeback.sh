@@ -10,6 +10,7 @@ SRC=${SRC:-/usr/include}
 BACK=$WORK/backing
 
 zblk_start -o "disksize=256M,backing_dev=$BACK"
+[ "$(cat "$MNT/backing_dev")" = "$BACK" ] || fail "backing_dev reads $(cat "$MNT/backing_dev"), not $BACK"
 [ "$(stat -c %s "$BACK")" = $((256 << 20)) ] || fail "the backing file was not made at disksize"
 mkfs.ext4 -q -F "$MNT/disk"
 mount -o loop "$MNT/disk" "$FS"

@@ -105,6 +105,7 @@ static const struct fuse_opt zblk_opts[] = {
 };
 
 enum file { F_ROOT, F_DISK, F_MM_STAT, F_IO_STAT, F_COMPACT, F_MEM_LIMIT, F_MEM_USED_MAX, F_IDLE,
+	    F_DISKSIZE, F_COMP_ALGORITHM, F_BACKING_DEV,
 	    F_WRITEBACK, F_WB_LIMIT, F_WB_LIMIT_ENABLE, F_WB_BATCH, F_BD_STAT, F_BLOCK_STATE,
 	    F_RECOMP_ALGORITHM, F_RECOMPRESS, F_ALGORITHM_PARAMS, F_TRAIN_DICT, F_NONE };
 
@@ -119,6 +120,9 @@ static const struct {
 	[F_MEM_LIMIT] = { "mem_limit", S_IFREG | 0600 },
 	[F_MEM_USED_MAX] = { "mem_used_max", S_IFREG | 0200 },
 	[F_IDLE] = { "idle", S_IFREG | 0200 },
+	[F_DISKSIZE] = { "disksize", S_IFREG | 0644 },
+	[F_COMP_ALGORITHM] = { "comp_algorithm", S_IFREG | 0644 },
+	[F_BACKING_DEV] = { "backing_dev", S_IFREG | 0644 },
 	[F_WRITEBACK] = { "writeback", S_IFREG | 0200 },
 	[F_WB_LIMIT] = { "writeback_limit", S_IFREG | 0600 },
 	[F_WB_LIMIT_ENABLE] = { "writeback_limit_enable", S_IFREG | 0600 },
@@ -175,6 +179,46 @@ static int parse_size(const char *s, uint64_t *out)
 	return zblk_parse_number(s, true, MAX_SIZE, out);
 }
 
+/*
+ * The compressors built, space-separated, @name in brackets, then @end:
+ * the line of Linux's comp_algorithm and recomp_algorithm files.
+ */
+static int algo_list(const char *name, const char *end, char *text, size_t len)
+{
+	static const char *const algos[] = { "lz4", "lz4hc", "zstd" };
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < sizeof(algos) / sizeof(algos[0]); i++)
+		if (zpool_has_compressor(algos[i]))
+			n += snprintf(text + n, len - (size_t)n,
+				      name && !strcmp(algos[i], name) ? "%s[%s]" : "%s%s",
+				      n ? " " : "", algos[i]);
+	return n + snprintf(text + n, len - (size_t)n, "%s", end);
+}
+
+/*
+ * The files Linux sets before a device starts: disksize, comp_algorithm
+ * (the algorithms built, the one in use in brackets) and backing_dev (the
+ * path, or "none").  zblk sets them at mount, so they only read back;
+ * writing fails with EBUSY, as in Linux once a device is initialised.
+ */
+static int setup_text(enum file f, char *text, size_t len)
+{
+	const char *name = NULL;
+
+	if (f == F_DISKSIZE)
+		return snprintf(text, len, "%" PRIu64 "\n", zb.disksize);
+	if (f == F_BACKING_DEV) {
+		int n = snprintf(text, len, "%s\n", zb.backing_dev ? zb.backing_dev : "none");
+
+		return n < (int)len ? n : -ENAMETOOLONG;
+	}
+	if (!zb.null)
+		zram_get_algorithm(zb.zram[0], 0, &name, NULL);
+	return algo_list(name, "\n", text, len);
+}
+
 /* The stat files, as zram prints them; a stripe sums its children. */
 static int stat_text(enum file f, char *buf, size_t len)
 {
@@ -201,7 +245,7 @@ static int stat_text(enum file f, char *buf, size_t len)
 static int zblk_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
 	enum file f = lookup(path);
-	char text[256];
+	char text[PATH_MAX + 64];
 
 	(void)fi;
 	memset(st, 0, sizeof(*st));
@@ -222,6 +266,10 @@ static int zblk_getattr(const char *path, struct stat *st, struct fuse_file_info
 		st->st_blocks = (blkcnt_t)(zb.disksize / SECTOR);
 	} else if (f == F_MM_STAT || f == F_IO_STAT || f == F_MEM_LIMIT) {
 		st->st_size = stat_text(f, text, sizeof(text));
+	} else if (f >= F_DISKSIZE && f <= F_BACKING_DEV) {
+		int n = setup_text(f, text, sizeof(text));
+
+		st->st_size = n > 0 ? n : 0;
 	} else if (f >= F_WRITEBACK && f < F_BLOCK_STATE && files[f].mode & 0444) {
 		st->st_size = wb_file(f, text, sizeof(text), 0, false);
 	} else if (f == F_RECOMP_ALGORITHM) {
@@ -620,7 +668,6 @@ static int read_dict(const char *path, char **out, size_t *len)
  */
 static int recomp_file(enum file f, char *buf, size_t size, off_t off, bool write)
 {
-	static const char *const algos[] = { "lz4", "lz4hc", "zstd" };
 	static const char *const types[] = { [ZRAM_RECOMP_IDLE] = "idle",
 		[ZRAM_RECOMP_HUGE] = "huge", [ZRAM_RECOMP_HUGE_IDLE] = "huge_idle" };
 	struct zram_recompress_params rp = ZRAM_RECOMPRESS_PARAMS_INIT;
@@ -638,13 +685,8 @@ static int recomp_file(enum file f, char *buf, size_t size, off_t off, bool writ
 		for (prio = 1; prio <= ZRAM_MAX_RECOMP_PRIO && !zb.null; prio++) {
 			if (zram_get_algorithm(zb.zram[0], prio, &name, NULL))
 				continue;
-			n += snprintf(text + n, sizeof(text) - (size_t)n, "#%u:", prio);
-			for (i = 0; i < sizeof(algos) / sizeof(algos[0]); i++)
-				if (zpool_has_compressor(algos[i]))
-					n += snprintf(text + n, sizeof(text) - (size_t)n,
-						      strcmp(algos[i], name) ? " %s" : " [%s]",
-						      algos[i]);
-			n += snprintf(text + n, sizeof(text) - (size_t)n, "\n");
+			n += snprintf(text + n, sizeof(text) - (size_t)n, "#%u: ", prio);
+			n += algo_list(name, "\n", text + n, sizeof(text) - (size_t)n);
 		}
 		return text_read(text, n, buf, size, off);
 	}
@@ -710,7 +752,7 @@ static int zblk_read(const char *path, char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
 	enum file f = lookup(path);
-	char text[256];
+	char text[PATH_MAX + 64];
 	int n;
 
 	(void)fi;
@@ -720,6 +762,10 @@ static int zblk_read(const char *path, char *buf, size_t size, off_t off,
 		return recomp_file(f, buf, size, off, false);
 	if (f >= F_WRITEBACK && f < F_NONE)
 		return wb_file(f, buf, size, off, false);
+	if (f >= F_DISKSIZE && f <= F_BACKING_DEV) {
+		n = setup_text(f, text, sizeof(text));
+		return text_read(text, n, buf, size, off);
+	}
 	if (f != F_MM_STAT && f != F_IO_STAT && f != F_MEM_LIMIT)
 		return -EACCES;
 	n = stat_text(f, text, sizeof(text));
@@ -756,6 +802,10 @@ static int zblk_write(const char *path, const char *buf, size_t size, off_t off,
 		for (k = 0; k < zb.n; k++)
 			zram_set_mem_limit(zb.zram[k], v / zb.n);
 		return (int)size;
+	case F_DISKSIZE:
+	case F_COMP_ALGORITHM:
+	case F_BACKING_DEV:
+		return -EBUSY;
 	case F_MEM_USED_MAX:
 		/* Linux takes only 0: the watermark can be restarted, not set. */
 		if (zblk_parse_number(text, false, 0, &v))
