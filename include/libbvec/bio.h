@@ -468,6 +468,64 @@ static inline bool bvec__bio_next_segment(const struct bio *bio,
 	     bvec__bio_next_segment((bio), &(iter));)
 
 /**
+ * bio_first_bvec_all() - the first entry of a bio's own table
+ * @bio: a bio you own
+ *
+ * Return: &bi_io_vec[0]; NULL for a clone, whose table is not its own
+ * (Linux warns and returns the shared table).
+ */
+static inline struct bio_vec *bio_first_bvec_all(struct bio *bio)
+{
+	return bio_flagged(bio, BIO_CLONED) ? NULL : bio->bi_io_vec;
+}
+
+/**
+ * bio_first_page_all() - the page of a bio's first table entry
+ * @bio: a bio you own
+ *
+ * Return: its bv_page; NULL for a clone or a bio with no entries, where
+ * Linux would read whatever the table holds.
+ */
+static inline struct page *bio_first_page_all(struct bio *bio)
+{
+	return bio_flagged(bio, BIO_CLONED) || !bio->bi_vcnt ? NULL : bio->bi_io_vec[0].bv_page;
+}
+
+/**
+ * bio_last_bvec_all() - the last entry of a bio's own table
+ * @bio: a bio you own
+ *
+ * Return: &bi_io_vec[bi_vcnt - 1]; NULL for a clone or a bio with no
+ * entries (Linux would point before the table).
+ */
+static inline struct bio_vec *bio_last_bvec_all(struct bio *bio)
+{
+	return bio_flagged(bio, BIO_CLONED) || !bio->bi_vcnt ? NULL :
+							      &bio->bi_io_vec[bio->bi_vcnt - 1];
+}
+
+/**
+ * bio_for_each_bvec_all() - walk every entry of a bio's own table
+ * @bvl: struct bio_vec pointer, set to each entry (multi-page, as added)
+ * @bio: the bio; walks bi_io_vec[0..bi_vcnt), ignoring bi_iter
+ * @i: int counter
+ *
+ * For bios you own; a clone (bi_vcnt 0) yields nothing.
+ */
+#define bio_for_each_bvec_all(bvl, bio, i)                                  \
+	for ((i) = 0, (bvl) = (bio)->bi_io_vec; (i) < (int)(bio)->bi_vcnt;  \
+	     (i)++, (bvl)++)
+
+/**
+ * bio_iter_last() - is a segment the last one under its cursor?
+ * @bvec: the segment bio_for_each_segment() or bio_for_each_bvec() yielded
+ * @iter: the cursor that yielded it
+ *
+ * Return: true when nothing of the bio follows @bvec.
+ */
+#define bio_iter_last(bvec, iter) ((iter).bi_size == (bvec).bv_len)
+
+/**
  * bio_segments() - count the remaining single-page segments
  * @bio: the bio
  *
@@ -525,6 +583,23 @@ BVEC_API int bio_add_virt(struct bio *bio, void *vaddr, unsigned int len);
  */
 BVEC_API struct bio *bio_split(struct bio *bio, int sectors, gfp_t gfp,
 			       struct bio_set *bs);
+
+/**
+ * bio_init_clone() - make a caller's bio a clone of another
+ * @bdev: target device of the clone
+ * @bio: the caller's memory (e.g. embedded in a driver's per-I/O struct);
+ *	it is initialised, whatever it held
+ * @src: the bio to clone; must outlive the clone
+ * @gfp: allocation flags, for the integrity payload's copy
+ *
+ * As bio_alloc_clone() without the allocation: @bio shares @src's table
+ * and copies its cursor, operation and priority.  Finish with bio_uninit().
+ *
+ * Return: 0, or -ENOMEM (the integrity payload could not be copied; @bio
+ * is then uninitialised and holds nothing).
+ */
+BVEC_API int bio_init_clone(struct block_device *bdev, struct bio *bio, struct bio *src,
+			    gfp_t gfp);
 
 /**
  * bio_alloc_clone() - a new bio over the same memory and cursor
@@ -674,6 +749,84 @@ static inline void bio_list_add(struct bio_list *bl, struct bio *bio)
 		bl->head = bio;
 	bl->tail = bio;
 }
+
+/**
+ * bio_list_add_head() - prepend a bio
+ * @bl: the list
+ * @bio: the bio; its bi_next is overwritten
+ */
+static inline void bio_list_add_head(struct bio_list *bl, struct bio *bio)
+{
+	bio->bi_next = bl->head;
+	bl->head = bio;
+	if (!bl->tail)
+		bl->tail = bio;
+}
+
+/**
+ * bio_list_peek() - the first bio, left on the list
+ * @bl: the list
+ *
+ * Return: the bio, or NULL if the list is empty.
+ */
+static inline struct bio *bio_list_peek(const struct bio_list *bl)
+{
+	return bl->head;
+}
+
+/**
+ * bio_list_size() - count the bios on a list
+ * @bl: the list
+ *
+ * Return: how many; walks the list.
+ */
+static inline unsigned int bio_list_size(const struct bio_list *bl)
+{
+	const struct bio *bio;
+	unsigned int n = 0;
+
+	for (bio = bl->head; bio; bio = bio->bi_next)
+		n++;
+	return n;
+}
+
+/**
+ * bio_list_merge() - append every bio of one list to another
+ * @bl: the list appended to
+ * @bl2: the list whose bios move; left as it was (its bios are now on
+ *	@bl too), as in Linux: re-initialise or drop it
+ */
+static inline void bio_list_merge(struct bio_list *bl, struct bio_list *bl2)
+{
+	if (!bl2->head)
+		return;
+	if (bl->tail)
+		bl->tail->bi_next = bl2->head;
+	else
+		bl->head = bl2->head;
+	bl->tail = bl2->tail;
+}
+
+/**
+ * bio_list_get() - take every bio off a list at once
+ * @bl: the list, left empty
+ *
+ * Return: the first bio, the rest linked through bi_next; NULL if empty.
+ */
+static inline struct bio *bio_list_get(struct bio_list *bl)
+{
+	struct bio *bio = bl->head;
+
+	bl->head = bl->tail = NULL;
+	return bio;
+}
+
+/**
+ * bio_list_for_each() - walk a list's bios
+ * @bio: struct bio pointer, set to each bio
+ * @bl: the list; do not change it during the walk
+ */
+#define bio_list_for_each(bio, bl) for ((bio) = (bl)->head; (bio); (bio) = (bio)->bi_next)
 
 /**
  * bio_list_pop() - remove the first bio

@@ -485,6 +485,41 @@ BVEC_API void submit_bio_noacct(struct bio *bio);
 BVEC_API int submit_bio_wait(struct bio *bio);
 
 /**
+ * bio_chain_and_submit() - chain a bio to the next one and submit it
+ * @prev: the bio built so far, or NULL for the first of a run
+ * @next: the next bio; it becomes @prev's parent
+ *
+ * Linux 6.11's step for issuing a range as a run of bios: @prev completes
+ * into @next (bio_chain()) and is submitted, and the caller goes on with
+ * @next, finally waiting for the last one (submit_bio_wait()), which
+ * completes only after all before it.  A NULL @next (a failed allocation)
+ * returns NULL and leaves @prev as it was, neither chained nor submitted,
+ * so the caller can still complete or free it; Linux's allocations here
+ * cannot fail.
+ *
+ * Return: @next; NULL for a NULL @next, or with errno EINVAL if @prev
+ * already has a completion (nothing is then changed).
+ */
+BVEC_API struct bio *bio_chain_and_submit(struct bio *prev, struct bio *next);
+
+/**
+ * blk_next_bio() - allocate the next bio of a run and submit the previous
+ * @bio: the bio built so far, or NULL
+ * @bdev: target device of the new bio
+ * @nr_pages: table entries for it
+ * @opf: its operation and flags
+ * @gfp: allocation flags; GFP_KERNEL and GFP_NOIO wait on fs_bio_set's
+ *	reserve and so do not fail, as in Linux
+ *
+ * bio_alloc() then bio_chain_and_submit().
+ *
+ * Return: the new bio, or NULL with errno (the allocation's, or EINVAL as
+ * bio_chain_and_submit()); @bio is then left unsubmitted and unchanged.
+ */
+BVEC_API struct bio *blk_next_bio(struct bio *bio, struct block_device *bdev,
+				  unsigned int nr_pages, blk_opf_t opf, gfp_t gfp);
+
+/**
  * bio_poll() - reap completions of a polled bio's device on this thread
  * @bio: a bio submitted with REQ_POLLED, still owned by the caller (it is
  *	read, not completed, so it must not be freed while this runs)

@@ -234,6 +234,12 @@ static inline struct bio_vec bvec_iter_bvec(const struct bio_vec *bvec,
 #define bvec_iter_offset(bvec, iter) (bvec_iter_bvec((bvec), (iter)).bv_offset)
 
 /**
+ * bvec_iter_sectors() - what is left under a cursor, in 512-byte sectors
+ * @iter: the cursor (a value)
+ */
+#define bvec_iter_sectors(iter) ((iter).bi_size >> 9)
+
+/**
  * bvec_iter_advance() - move a cursor forward
  * @bv: the table
  * @iter: the cursor to move

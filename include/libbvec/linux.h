@@ -261,4 +261,73 @@ static inline void zero_user(struct page *page, unsigned int start,
 	memset((char *)page_address(page) + start, 0, size);
 }
 
+/**
+ * memzero_page() - zero part of a page
+ * @page: the page
+ * @offset: offset of the first byte; @offset + @len may cross into the
+ *	following pages of a contiguous run
+ * @len: bytes
+ */
+static inline void memzero_page(struct page *page, size_t offset, size_t len)
+{
+	memset((char *)page_address(page) + offset, 0, len);
+}
+
+/**
+ * memzero_bvec() - zero a bio_vec's memory
+ * @bvec: the range
+ */
+static inline void memzero_bvec(const struct bio_vec *bvec)
+{
+	memset(bvec_virt(bvec), 0, bvec->bv_len);
+}
+
+/**
+ * kmap_atomic() - map a page, the older spelling of kmap_local_page()
+ * @page: the page
+ *
+ * Deprecated in Linux but still in many drivers; page_address() here.
+ */
+#define kmap_atomic(page) page_address(page)
+
+/**
+ * kunmap_atomic() - undo kmap_atomic(); nothing to do here
+ * @addr: the address kmap_atomic() returned
+ */
+#define kunmap_atomic(addr) ((void)(addr))
+
+/**
+ * __bio_add_page() - append a range to a bio as a new bvec, never merging
+ * @bio: a bio you own that is not a clone
+ * @page: first page
+ * @len: bytes, not 0
+ * @off: offset from page_address(@page)
+ *
+ * Linux's caller makes sure the table has room, and nothing is checked.
+ * Here a full table, a clone, a zero @len or a bi_size that would overflow
+ * warns once and adds nothing, rather than write past the table.
+ */
+static inline void __bio_add_page(struct bio *bio, struct page *page, unsigned int len,
+				  unsigned int off)
+{
+	if (WARN_ON_ONCE(!len || bio_flagged(bio, BIO_CLONED) ||
+			 bio->bi_vcnt >= bio->bi_max_vecs ||
+			 bio->bi_iter.bi_size > UINT32_MAX - len))
+		return;
+	bvec_set_page(&bio->bi_io_vec[bio->bi_vcnt], page, len, off);
+	bio->bi_vcnt++;
+	bio->bi_iter.bi_size += len;
+}
+
+/**
+ * bio_add_virt_nofail() - __bio_add_page() of a virtual address range
+ * @bio: a bio you own that is not a clone
+ * @vaddr: first byte
+ * @len: bytes, not 0
+ */
+static inline void bio_add_virt_nofail(struct bio *bio, void *vaddr, unsigned int len)
+{
+	__bio_add_page(bio, virt_to_page(vaddr), len, offset_in_page(vaddr));
+}
+
 #endif /* LIBBVEC_LINUX_H */

@@ -104,6 +104,18 @@ unsigned int bio_segments(const struct bio *bio)
 	return segs;
 }
 
+/* What both clone calls share: @bio is freshly initialised, with no table. */
+static int clone_from(struct bio *bio, struct bio *src, gfp_t gfp)
+{
+	bio_set_flag(bio, BIO_CLONED);
+	bio->bi_ioprio = src->bi_ioprio;
+	bio->bi_iter = src->bi_iter;
+	bio->bi_io_vec = src->bi_io_vec;
+	if (src->bi_integrity && bvec__integrity_clone(bio, src, gfp) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 struct bio *bio_alloc_clone(struct block_device *bdev, struct bio *src,
 			    gfp_t gfp, struct bio_set *bs)
 {
@@ -111,16 +123,22 @@ struct bio *bio_alloc_clone(struct block_device *bdev, struct bio *src,
 
 	if (!bio)
 		return NULL;
-	bio_set_flag(bio, BIO_CLONED);
-	bio->bi_ioprio = src->bi_ioprio;
-	bio->bi_iter = src->bi_iter;
-	bio->bi_io_vec = src->bi_io_vec;
-	if (src->bi_integrity && bvec__integrity_clone(bio, src, gfp) < 0) {
+	if (clone_from(bio, src, gfp)) {
 		bio_put(bio);
 		bvec__set_errno(ENOMEM);
 		return NULL;
 	}
 	return bio;
+}
+
+int bio_init_clone(struct block_device *bdev, struct bio *bio, struct bio *src, gfp_t gfp)
+{
+	bio_init(bio, bdev, NULL, 0, src->bi_opf);
+	if (clone_from(bio, src, gfp)) {
+		bio_uninit(bio);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 struct bio *bio_split(struct bio *bio, int sectors, gfp_t gfp,

@@ -362,6 +362,37 @@ int bio_poll(struct bio *bio, struct io_comp_batch *iob, unsigned int flags)
 	return disk->fops->poll_bio(bio, iob, flags);
 }
 
+struct bio *bio_chain_and_submit(struct bio *prev, struct bio *next)
+{
+	if (!next)
+		return NULL;
+	if (prev) {
+		if (bio_chain(prev, next)) {
+			bvec__set_errno(EINVAL);
+			return NULL;
+		}
+		submit_bio(prev);
+	}
+	return next;
+}
+
+struct bio *blk_next_bio(struct bio *bio, struct block_device *bdev, unsigned int nr_pages,
+			 blk_opf_t opf, gfp_t gfp)
+{
+	struct bio *next;
+
+	if (nr_pages > BIO_MAX_VECS) {
+		bvec__set_errno(EINVAL);
+		return NULL;
+	}
+	next = bio_alloc(bdev, (unsigned short)nr_pages, opf, gfp);
+	if (next && !bio_chain_and_submit(bio, next)) {
+		bio_put(next);
+		return NULL;
+	}
+	return next;
+}
+
 int submit_bio_wait(struct bio *bio)
 {
 	struct bio_waiter w;

@@ -451,6 +451,144 @@ START_TEST(test_zram)
 }
 END_TEST
 
+/*
+ * blk-lib's way to issue a range: a run of bios, each chained into the
+ * next by blk_next_bio() and submitted, the last one waited for.  Writes
+ * @len bytes of @buf (or discards, for a NULL @buf) at @sector, at most
+ * @per bytes a bio; each write bio gets its data in two __bio_add_page()
+ * halves.  Returns submit_bio_wait()'s result; *@nr counts the bios.
+ */
+static int issue_run(struct gendisk *disk, sector_t sector, u8 *buf, unsigned int len,
+		     unsigned int per, unsigned int *nr)
+{
+	struct bio *bio = NULL;
+	unsigned int done = 0;
+	int ret;
+
+	*nr = 0;
+	while (done < len) {
+		unsigned int n = min_t(unsigned int, len - done, per);
+
+		bio = blk_next_bio(bio, disk->part0, buf ? 2 : 0,
+				   buf ? REQ_OP_WRITE : REQ_OP_DISCARD, GFP_KERNEL);
+		ck_assert_ptr_nonnull(bio);
+		bio->bi_iter.bi_sector = sector + (done >> SECTOR_SHIFT);
+		if (buf) {
+			u8 *p = buf + done, *half = p + n / 2;
+
+			/* Contiguous halves stay two bvecs: __bio_add_page never merges. */
+			__bio_add_page(bio, virt_to_page(p), n / 2, offset_in_page(p));
+			__bio_add_page(bio, virt_to_page(half), n - n / 2, offset_in_page(half));
+			ck_assert_uint_eq(bio->bi_vcnt, 2);
+		} else {
+			bio->bi_iter.bi_size = n;
+		}
+		done += n;
+		(*nr)++;
+	}
+	ret = submit_bio_wait(bio);
+	bio_put(bio);
+	return ret;
+}
+
+/*
+ * Runs of chained bios as blk-lib issues them: the data arrives whole, the
+ * wait for the last bio covers every one before it (a failure anywhere in
+ * the run is its result), and the linux.h helpers drivers copy with.
+ */
+START_TEST(test_issue_runs)
+{
+	const unsigned long pages = 64;
+	const size_t bytes = (size_t)pages * PAGE_SIZE;
+	u8 *buf = aligned_alloc(PAGE_SIZE, bytes), *out = aligned_alloc(PAGE_SIZE, bytes);
+	struct kzram *zram = kzram_create(pages);
+	struct bio *a, *b, one;
+	struct bio_vec bv, tab[2];
+	unsigned int nr, calls, i;
+
+	ck_assert(buf && out && zram);
+	rng_state = 0xfeed;
+	for (i = 0; i < bytes; i++)
+		buf[i] = (u8)rnd();
+	/* 16 KiB bios with 4 KiB pages; one bio a page at 64 KiB pages. */
+	ck_assert_int_eq(issue_run(zram->disk, 0, buf, (unsigned int)bytes,
+				   (unsigned int)max_t(size_t, 4 * 4096, PAGE_SIZE), &nr), 0);
+	ck_assert_uint_eq(nr, DIV_ROUND_UP(bytes, max_t(size_t, 4 * 4096, PAGE_SIZE)));
+	ck_assert_int_eq(do_io(zram->disk, REQ_OP_READ, 0, out, (unsigned int)bytes), 0);
+	ck_assert_mem_eq(out, buf, bytes);
+
+	/* A discard run over the middle half, one page a bio. */
+	calls = atomic_read(&zram->discards);
+	ck_assert_int_eq(issue_run(zram->disk, (sector_t)pages / 4 * PAGE_SECTORS, NULL,
+				   (unsigned int)(bytes / 2), (unsigned int)PAGE_SIZE, &nr), 0);
+	ck_assert_uint_eq(nr, pages / 2);
+	ck_assert_int_eq(atomic_read(&zram->discards) - (int)calls, (int)nr);
+	memset(buf + bytes / 4, 0, bytes / 2);
+	ck_assert_int_eq(do_io(zram->disk, REQ_OP_READ, 0, out, (unsigned int)bytes), 0);
+	ck_assert_mem_eq(out, buf, bytes);
+
+	/* A run whose middle bios fall past the end: the last bio reports it. */
+	ck_assert_int_eq(issue_run(zram->disk, (sector_t)(pages - 2) * PAGE_SECTORS, buf,
+				   (unsigned int)(4 * PAGE_SIZE), (unsigned int)PAGE_SIZE, &nr),
+			 -EIO);
+	ck_assert_uint_eq(nr, 4);
+	ck_assert_int_eq(do_io(zram->disk, REQ_OP_READ, (sector_t)(pages - 2) * PAGE_SECTORS,
+			       out, (unsigned int)(2 * PAGE_SIZE)), 0);
+	ck_assert_mem_eq(out, buf, 2 * PAGE_SIZE);
+
+	/* Failures leave the bio built so far as it was. */
+	a = bio_alloc(zram->disk->part0, 0, REQ_OP_DISCARD, GFP_KERNEL);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_null(bio_chain_and_submit(a, NULL));
+	ck_assert_ptr_null(blk_next_bio(a, zram->disk->part0, BIO_MAX_VECS + 1, REQ_OP_WRITE,
+					GFP_KERNEL));
+	ck_assert_int_eq(errno, EINVAL);
+	a->bi_end_io = (bio_end_io_t *)bio_put; /* already completes elsewhere */
+	b = bio_alloc(zram->disk->part0, 0, REQ_OP_DISCARD, GFP_KERNEL);
+	ck_assert_ptr_null(bio_chain_and_submit(a, b));
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_ptr_null(b->bi_private);
+	ck_assert(!bio_flagged(b, BIO_CHAIN));
+	a->bi_end_io = NULL;
+	ck_assert_ptr_eq(bio_chain_and_submit(NULL, b), b); /* the first of a run */
+	bio_put(b);
+	bio_put(a);
+
+	/* A full table and a clone take nothing (with a warning), not a byte past. */
+	bio_init(&one, NULL, tab, 1, REQ_OP_WRITE);
+	tab[1].bv_len = 77;
+	__bio_add_page(&one, virt_to_page(buf), 512, 0);
+	__bio_add_page(&one, virt_to_page(buf + 512), 512, 512);
+	ck_assert_uint_eq(one.bi_vcnt, 1);
+	ck_assert_uint_eq(one.bi_iter.bi_size, 512);
+	ck_assert_uint_eq(tab[1].bv_len, 77);
+	a = bio_alloc_clone(NULL, &one, GFP_KERNEL, NULL);
+	ck_assert_ptr_nonnull(a);
+	__bio_add_page(a, virt_to_page(buf), 512, 0);
+	ck_assert_uint_eq(a->bi_vcnt, 0);
+	ck_assert_uint_eq(a->bi_iter.bi_size, 512);
+	bio_put(a);
+	bio_uninit(&one);
+	a = bio_alloc(NULL, 2, REQ_OP_WRITE, GFP_KERNEL);
+	bio_add_virt_nofail(a, buf + 100, 300);
+	bv = bio_iovec(a);
+	ck_assert_ptr_eq(bvec_virt(&bv), buf + 100);
+	ck_assert_uint_eq(bv.bv_len, 300);
+	memzero_bvec(&a->bi_io_vec[0]);
+	for (i = 0; i < 300; i++)
+		ck_assert_uint_eq(buf[100 + i], 0);
+	ck_assert_uint_ne(buf[99], 0);
+	memzero_page(virt_to_page(buf), 50, 10);
+	ck_assert_uint_eq(buf[55], 0);
+	ck_assert_ptr_eq(kmap_atomic(virt_to_page(buf + 5)), buf);
+	kunmap_atomic(buf);
+	bio_put(a);
+	kzram_destroy(zram);
+	free(buf);
+	free(out);
+}
+END_TEST
+
 /* Pieces a bio over [sector, sector + len) makes at chunk boundaries. */
 static unsigned int pieces(sector_t sector, unsigned int len, unsigned int chunk)
 {
@@ -564,6 +702,7 @@ int main(void)
 	tcase_add_test(tc, test_io_acct_time);
 	tcase_add_test(tc, test_io_acct_threads);
 	tcase_add_test(tc, test_zram);
+	tcase_add_test(tc, test_issue_runs);
 	tcase_add_loop_test(tc, test_stripe, 0, 2);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -201,6 +201,102 @@ START_TEST(test_clone)
 }
 END_TEST
 
+/*
+ * Clones of a caller's bio (bio_init_clone) share the table and copy the
+ * cursor, as allocated clones do; the source's integrity payload comes too.
+ */
+START_TEST(test_init_clone)
+{
+	unsigned char *mem = test_pages(4), pi[16];
+	struct bio *bio = make_bio(mem, 3, 1024);
+	struct bio clone;
+
+	memset(&clone, 0xa5, sizeof(clone)); /* whatever it held before */
+	bio->bi_iter.bi_sector = 9;
+	bio->bi_ioprio = 3;
+	bio_advance(bio, 1536);
+	ck_assert_int_eq(bio_init_clone(NULL, &clone, bio, GFP_KERNEL), 0);
+	ck_assert(bio_flagged(&clone, BIO_CLONED));
+	ck_assert_mem_eq(&clone.bi_iter, &bio->bi_iter, sizeof(bio->bi_iter));
+	ck_assert_ptr_eq(clone.bi_io_vec, bio->bi_io_vec);
+	ck_assert_uint_eq(clone.bi_vcnt, 0);
+	ck_assert_int_eq(clone.bi_opf, bio->bi_opf);
+	ck_assert_uint_eq(clone.bi_ioprio, 3);
+	ck_assert_ptr_null(clone.bi_integrity);
+	ck_assert_ptr_null(clone.bi_end_io);
+	bio_uninit(&clone);
+
+	ck_assert_ptr_nonnull(bio_integrity_alloc(bio, GFP_KERNEL, 1));
+	ck_assert_int_eq(bio_integrity_add_page(bio, virt_to_page(pi), 16, offset_in_page(pi)), 16);
+	ck_assert_int_eq(bio_init_clone(NULL, &clone, bio, GFP_KERNEL), 0);
+	ck_assert_ptr_nonnull(clone.bi_integrity);
+	ck_assert_ptr_ne(clone.bi_integrity, bio->bi_integrity);
+	ck_assert_ptr_eq(clone.bi_integrity->bip_vec, bio->bi_integrity->bip_vec);
+	bio_uninit(&clone);
+	ck_assert_ptr_null(clone.bi_integrity);
+	bio_put(bio);
+	free(mem);
+}
+END_TEST
+
+/*
+ * The own-table accessors see bi_io_vec[0..bi_vcnt), never a clone's
+ * borrowed table; bio_iter_last() marks only the final segment.
+ */
+START_TEST(test_table_accessors)
+{
+	unsigned char *mem = test_pages(4);
+	struct bio *bio = make_bio(mem, 3, 1024);
+	struct bio *clone, *empty;
+	struct bio_vec *bvl, bv;
+	struct bvec_iter iter;
+	unsigned int lasts = 0, segs = 0, bytes = 0;
+	int i;
+
+	ck_assert_ptr_eq(bio_first_bvec_all(bio), &bio->bi_io_vec[0]);
+	ck_assert_ptr_eq(bio_last_bvec_all(bio), &bio->bi_io_vec[2]);
+	ck_assert_ptr_eq(bio_first_page_all(bio), virt_to_page(mem));
+	bio_for_each_bvec_all(bvl, bio, i) {
+		ck_assert_ptr_eq(bvl, &bio->bi_io_vec[i]);
+		bytes += bvl->bv_len;
+	}
+	ck_assert_int_eq(i, 3);
+	ck_assert_uint_eq(bytes, 3072);
+	ck_assert_uint_eq(bvec_iter_sectors(bio->bi_iter), 6);
+
+	bio_advance(bio, 512); /* the cursor moves; the table walk does not */
+	bio_for_each_segment(bv, bio, iter) {
+		segs++;
+		if (bio_iter_last(bv, iter)) {
+			lasts++;
+			ck_assert_ptr_eq(bvec_virt(&bv), mem + 2 * (1024 + 512));
+		}
+	}
+	ck_assert_uint_eq(segs, 3);
+	ck_assert_uint_eq(lasts, 1);
+	i = 0;
+	bio_for_each_bvec_all(bvl, bio, i)
+		;
+	ck_assert_int_eq(i, 3);
+
+	clone = bio_alloc_clone(NULL, bio, GFP_KERNEL, &bs);
+	ck_assert_ptr_nonnull(clone);
+	ck_assert_ptr_null(bio_first_bvec_all(clone));
+	ck_assert_ptr_null(bio_first_page_all(clone));
+	ck_assert_ptr_null(bio_last_bvec_all(clone));
+	bio_for_each_bvec_all(bvl, clone, i)
+		ck_abort_msg("a clone has no table of its own");
+	empty = bio_alloc_bioset(NULL, 2, REQ_OP_READ, GFP_KERNEL, &bs);
+	ck_assert_ptr_nonnull(empty);
+	ck_assert_ptr_null(bio_last_bvec_all(empty));
+	ck_assert_ptr_null(bio_first_page_all(empty));
+	bio_put(empty);
+	bio_put(clone);
+	bio_put(bio);
+	free(mem);
+}
+END_TEST
+
 START_TEST(test_trim)
 {
 	unsigned char *mem = test_pages(8);
@@ -547,6 +643,50 @@ START_TEST(test_integrity_moves_in_intervals)
 }
 END_TEST
 
+/* bio_list as Linux's: FIFO order, a head insert, merge, take-all. */
+START_TEST(test_bio_lists)
+{
+	struct bio b[5];
+	struct bio_list l, l2;
+	struct bio *p;
+	int i = 0;
+
+	for (i = 0; i < 5; i++)
+		bio_init(&b[i], NULL, NULL, 0, REQ_OP_READ);
+	bio_list_init(&l);
+	bio_list_init(&l2);
+	ck_assert_uint_eq(bio_list_size(&l), 0);
+	ck_assert_ptr_null(bio_list_peek(&l));
+	bio_list_merge(&l, &l2); /* empty into empty */
+	ck_assert(bio_list_empty(&l));
+	bio_list_add_head(&l, &b[1]); /* head insert into an empty list sets the tail */
+	bio_list_add(&l, &b[2]);
+	bio_list_add_head(&l, &b[0]);
+	ck_assert_ptr_eq(bio_list_peek(&l), &b[0]);
+	ck_assert_uint_eq(bio_list_size(&l), 3);
+	bio_list_add(&l2, &b[3]);
+	bio_list_add(&l2, &b[4]);
+	bio_list_merge(&l, &l2);
+	ck_assert_uint_eq(bio_list_size(&l), 5);
+	i = 0;
+	bio_list_for_each(p, &l)
+		ck_assert_ptr_eq(p, &b[i++]);
+	ck_assert_int_eq(i, 5);
+	bio_list_init(&l2);
+	bio_list_merge(&l2, &l); /* into an empty list */
+	ck_assert_ptr_eq(bio_list_peek(&l2), &b[0]);
+	p = bio_list_get(&l);
+	ck_assert(bio_list_empty(&l));
+	ck_assert_ptr_eq(p, &b[0]);
+	for (i = 0; p; i++, p = p->bi_next)
+		ck_assert_ptr_eq(p, &b[i]);
+	ck_assert_int_eq(i, 5);
+	bio_list_add(&l, &b[2]); /* a taken list works again */
+	ck_assert_ptr_eq(bio_list_pop(&l), &b[2]);
+	ck_assert_ptr_null(bio_list_pop(&l));
+}
+END_TEST
+
 START_TEST(test_status_conversions)
 {
 	ck_assert_int_eq(blk_status_to_errno(BLK_STS_OK), 0);
@@ -575,6 +715,9 @@ int main(void)
 		test_split_shares_table,
 		test_split_invalid,
 		test_clone,
+		test_init_clone,
+		test_table_accessors,
+		test_bio_lists,
 		test_trim,
 		test_truncate_zeroes_read_tail,
 		test_copy_data,
