@@ -2,6 +2,7 @@
 /*
  * Fuzz target: a bio built from the input (scattered, unaligned, multi-page
  * pieces) and a sequence of advance/split/trim/truncate/clone operations
+ * (clones both allocated and embedded, bio_init_clone())
  * read from the input; after each, the three views of the bio (single-page
  * segments, multi-page segments, iovecs) must agree with bi_size and with
  * each other.  Built with -fsanitize=fuzzer when the fuzz option is on;
@@ -55,8 +56,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	static unsigned char *arena;
 	struct input in = { data, size };
 	struct bio_vec table[17];
-	struct bio bio, *live[8];
-	unsigned int nseg, i, total = 0, nlive = 1;
+	struct bio bio, *live[8], embedded[8];
+	unsigned int nseg, i, total = 0, nlive = 1, nemb = 0;
 
 	if (!arena && !(arena = aligned_alloc(PS, ARENA)))
 		abort();
@@ -77,7 +78,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	check(&bio);
 	while (in.left) {
 		struct bio *b = live[take(&in, 1) % nlive], *n;
-		unsigned int op = take(&in, 1) % 5, arg = take(&in, 2);
+		unsigned int op = take(&in, 1) % 6, arg = take(&in, 2);
 		unsigned int sectors = bio_sectors(b);
 
 		switch (op) {
@@ -100,12 +101,23 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 		case 3:
 			bio_truncate(b, b->bi_iter.bi_size ? arg % b->bi_iter.bi_size : 0);
 			break;
-		default:
+		case 4:
 			if (nlive < 8 && (n = bio_alloc_clone(NULL, b, GFP_NOIO, NULL)))
 				live[nlive++] = n;
+			break;
+		default:
+			if (nlive < 8) {
+				n = &embedded[nemb++];
+				/* No integrity payload to copy, so it cannot fail. */
+				if (bio_init_clone(NULL, n, b, GFP_NOIO) || bio_first_bvec_all(n))
+					abort();
+				live[nlive++] = n;
+				check(n);
+			}
 		}
 		check(b);
 	}
+	/* bio_put() of an embedded clone only uninitialises it. */
 	for (i = 1; i < nlive; i++)
 		bio_put(live[i]);
 	bio_uninit(&bio);
