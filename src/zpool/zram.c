@@ -97,7 +97,13 @@ struct zram_slot *zram__slot_get(struct zram *z, uint64_t index, bool create)
 								    memory_order_acquire)) {
 				apply_limit(z);
 			} else {
+				/*
+				 * The winner's update may have counted this copy:
+				 * update again once it is gone, or the pool's
+				 * limit stays a page short until the next change.
+				 */
 				node_free(z, child);
+				apply_limit(z);
 				child = expected;
 			}
 		}

@@ -1229,6 +1229,137 @@ START_TEST(test_races)
 END_TEST
 
 /*
+ * Two threads that create the same slot-table leaf at once both allocate
+ * it, and the loser frees its copy.  The pool's share of mem_limit must
+ * not keep counting the loser's page: after every race it is exactly the
+ * device's limit less the table the device holds.  Every round is made to
+ * race the same way: a page source holds each thread's leaf allocation
+ * until the other's arrives; the test holds the device's limit lock until
+ * both copies are counted, so the winner's update counts the loser's page;
+ * and the source holds the loser's free until that update is done.
+ */
+struct leaf_race {
+	struct zram *z;
+	pthread_barrier_t gate, round;
+	atomic_bool armed;
+	unsigned int leaves;
+	_Atomic uint64_t pool_limit;	/* the pool's limit before this round's update */
+	atomic_int bad;
+};
+
+static void *gate_alloc(void *ctx, size_t bytes)
+{
+	struct leaf_race *lr = ctx;
+
+	if (atomic_load(&lr->armed) && bytes == PG)
+		pthread_barrier_wait(&lr->gate);
+	return aligned_alloc(PG, bytes);
+}
+
+/* Bounded waits: a device that changed its ways fails the test, not hangs it. */
+static void gate_free(void *ctx, void *mem, size_t bytes)
+{
+	struct leaf_race *lr = ctx;
+	struct zpool_stats st;
+	int waits;
+
+	for (waits = 0; atomic_load(&lr->armed) && bytes == PG && waits < 20000; waits++) {
+		zpool_stats(lr->z->pool, &st);
+		if (st.mem_limit != atomic_load(&lr->pool_limit))
+			break;
+		usleep(100);
+	}
+	free(mem);
+}
+
+struct leaf_racer {
+	struct leaf_race *lr;
+	unsigned int id;
+};
+
+static void *race_leaves(void *arg)
+{
+	struct leaf_racer *r = arg;
+	struct leaf_race *lr = r->lr;
+	unsigned char zero[PG];
+	unsigned int k;
+
+	memset(zero, 0, PG);
+	for (k = 1; k <= lr->leaves; k++) {
+		uint64_t index = (uint64_t)k * SLOTS_PER_LEAF + r->id;
+
+		pthread_barrier_wait(&lr->round);
+		/* A zero page costs no pool memory, only its slot. */
+		if (do_io(lr->z, REQ_OP_WRITE, index * PG, zero, (unsigned int)PG, 1))
+			atomic_store(&lr->bad, -1);
+		pthread_barrier_wait(&lr->round);
+	}
+	return NULL;
+}
+
+START_TEST(test_table_race_limit)
+{
+	const uint64_t limit = (uint64_t)1 << 40;
+	struct leaf_race lr = { .bad = 0 };
+	struct zpool_page_source src = { .alloc = gate_alloc, .free = gate_free, .ctx = &lr };
+	struct zram_config cfg = ZRAM_CONFIG_INIT;
+	struct leaf_racer r[2];
+	struct zpool_stats st;
+	pthread_t t[2];
+	uint64_t table;
+	unsigned int i, k;
+	int waits;
+
+	/*
+	 * One level under the root, so a new leaf is the only page a write
+	 * allocates; large pages make few leaves fit the largest disk.
+	 */
+	lr.leaves = (unsigned int)(zpool__max_objects() / SLOTS_PER_LEAF - 1);
+	lr.leaves = test_scale(lr.leaves < 128 ? lr.leaves : 128);
+	if (lr.leaves > PTRS_PER_NODE - 1)
+		lr.leaves = (unsigned int)PTRS_PER_NODE - 1;
+	cfg.disksize = ((uint64_t)lr.leaves + 1) * SLOTS_PER_LEAF * PG;
+	cfg.pool.mem_limit = limit;
+	cfg.pool.page_source = &src;
+	lr.z = zram_create(&cfg);
+	ck_assert_ptr_nonnull(lr.z);
+	ck_assert_uint_eq(lr.z->depth, 1);
+	ck_assert_int_eq(pthread_barrier_init(&lr.gate, NULL, 2), 0);
+	ck_assert_int_eq(pthread_barrier_init(&lr.round, NULL, 3), 0);
+	atomic_store(&lr.armed, true);
+	for (i = 0; i < 2; i++) {
+		r[i] = (struct leaf_racer){ .lr = &lr, .id = i };
+		ck_assert_int_eq(pthread_create(&t[i], NULL, race_leaves, &r[i]), 0);
+	}
+	for (k = 1; k <= lr.leaves; k++) {
+		zpool_stats(lr.z->pool, &st);
+		atomic_store(&lr.pool_limit, st.mem_limit);
+		table = atomic_load(&lr.z->table_pages);
+		zpool__mutex_lock(lr.z->limit_lock);
+		pthread_barrier_wait(&lr.round);
+		for (waits = 0; atomic_load(&lr.z->table_pages) < table + 2 && waits < 20000; waits++)
+			usleep(100);
+		zpool__mutex_unlock(lr.z->limit_lock);
+		pthread_barrier_wait(&lr.round);
+		ck_assert_int_eq(atomic_load(&lr.bad), 0);
+		ck_assert_uint_eq(atomic_load(&lr.z->table_pages), table + 1);
+		zpool_stats(lr.z->pool, &st);
+		ck_assert_msg(st.mem_limit == limit - (table + 1) * ZP_PAGE_SIZE,
+			      "round %u: the pool's limit %llu counts %llu table pages, not %llu", k,
+			      (unsigned long long)st.mem_limit,
+			      (unsigned long long)((limit - st.mem_limit) / ZP_PAGE_SIZE),
+			      (unsigned long long)(table + 1));
+	}
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+	atomic_store(&lr.armed, false);
+	zram_destroy(lr.z);
+	pthread_barrier_destroy(&lr.gate);
+	pthread_barrier_destroy(&lr.round);
+}
+END_TEST
+
+/*
  * Runs of whole pages over overlapping groups on three threads, with
  * ZPOOL_F_MULTI_PAGE or not: every page read is a whole page some write
  * gave that very page (its number and generation head it), or zeroes from
@@ -1433,6 +1564,7 @@ int main(void)
 		test_sparse_table,
 		test_create_refuses,
 		test_stats_sum,
+		test_table_race_limit,
 		NULL
 	};
 	const TTest *const flags[] = { test_page_source_failure, test_races, test_multi_atomic,
