@@ -33,7 +33,15 @@ void zpool__cond_free(struct zpool__cond *c);
 void zpool__cond_wait(struct zpool__cond *c, struct zpool__mutex *m);
 void zpool__cond_broadcast(struct zpool__cond *c);
 
-/* A reader-writer lock; NULL on failure.  Freeing NULL does nothing. */
+/*
+ * A reader-writer lock; NULL on failure.  Freeing NULL does nothing.  A
+ * port must let a thread that holds it shared take it shared again even
+ * while a writer waits (reader preference, as glibc's and musl's default
+ * pthread rwlocks give): a backing disk that completes a bio inside
+ * submit_bio() runs zram's completion, which takes the device lock shared,
+ * on the thread that submitted under it.  A writer-preferring lock would
+ * deadlock there against a waiting zram_reset().
+ */
 struct zpool__rwlock *zpool__rwlock_new(void);
 void zpool__rwlock_free(struct zpool__rwlock *l);
 void zpool__read_lock(struct zpool__rwlock *l);
