@@ -886,6 +886,59 @@ START_TEST(test_block_pinned_while_read)
 }
 END_TEST
 
+struct patcher {
+	struct zram *z;
+	const unsigned char *src;
+	int ret;
+};
+
+/* 512 bytes at offset 1024 of page 0: a read-modify-write. */
+static void *patch_page0(void *arg)
+{
+	struct patcher *p = arg;
+
+	p->ret = zram_io(p->z, REQ_OP_WRITE, 1024, (void *)p->src, 512);
+	return NULL;
+}
+
+/*
+ * A sub-page write to a written-back page reads the page's block first.  If
+ * the page changes while that read is in flight (_i = 0: overwritten in
+ * memory; 1: overwritten and written back again, to another block), the
+ * patch lands on what the page holds when the read returns, never on the
+ * stale block's bytes.
+ */
+START_TEST(test_rmw_page_changed)
+{
+	static unsigned char model[NP][PG], patch[PG];
+	struct tdisk *t = tdisk_new(64, true);
+	struct patcher p = { .z = new_zram(NP, t->disk), .src = patch };
+	struct zram *z = p.z;
+	pthread_t th;
+
+	fill(z, model, 17);
+	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, 1), 1);
+	make_page(patch, PAGE_RANDOM, 99, 0); /* its first 512 bytes go in */
+	atomic_store(&t->hold_reads, true);
+	ck_assert_int_eq(pthread_create(&th, NULL, patch_page0, &p), 0);
+	while (!atomic_load(&t->held))
+		usleep(100);
+	make_page(model[0], PAGE_TEXT, 4747, 0);
+	ck_assert_int_eq(zram_io(z, REQ_OP_WRITE, 0, model[0], PG), 0);
+	if (_i) {
+		ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, 1), 1);
+		ck_assert(page_on_backing(z, 0));
+	}
+	atomic_store(&t->hold_reads, false);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(p.ret, 0);
+	memcpy(model[0] + 1024, patch, 512);
+	check_all(z, model, NP);
+	zram_destroy(z);
+	tdisk_free(t);
+}
+END_TEST
+
 /* ZP_GROUP_PAGES, or 2 where a group is one page, so runs still span pages. */
 #define GRP (ZP_GROUP_PAGES > 1 ? ZP_GROUP_PAGES : 2u)
 /* The disk of test_multi_members(): four quarters of a group each, or of 4 pages. */
@@ -1557,12 +1610,15 @@ int main(void)
 	 * overwritten until its old handle comes back (passed over).
 	 */
 	const TTest *const used[] = { test_used_in_flight, test_used_passed_over, NULL };
+	/* _i = 0: the page overwritten; 1: overwritten and written back again. */
+	const TTest *const rmw[] = { test_rmw_page_changed, NULL };
 	const struct test_group groups[] = {
 		{ .name = "device", .tests = device, .timeout = 600 },
 		{ .name = "sync_async", .tests = both, .timeout = 600, .loops = 2 },
 		{ .name = "pool_modes", .tests = pool_modes, .timeout = 600, .loops = 2 },
 		{ .name = "limits", .tests = limits, .timeout = 600, .loops = 2 },
 		{ .name = "used", .tests = used, .timeout = 600, .loops = 3 },
+		{ .name = "rmw", .tests = rmw, .timeout = 600, .loops = 2 },
 		{ .name = NULL },
 	};
 
