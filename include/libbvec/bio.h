@@ -808,6 +808,33 @@ static inline void bio_list_merge(struct bio_list *bl, struct bio_list *bl2)
 }
 
 /**
+ * bio_list_merge_init() - bio_list_merge(), then empty @bl2 (Linux 6.10)
+ * @bl: the list appended to
+ * @bl2: the list whose bios move; left empty
+ */
+static inline void bio_list_merge_init(struct bio_list *bl, struct bio_list *bl2)
+{
+	bio_list_merge(bl, bl2);
+	bio_list_init(bl2);
+}
+
+/**
+ * bio_list_merge_head() - put every bio of one list before another's
+ * @bl: the list prepended to
+ * @bl2: the list whose bios move; left as it was, as bio_list_merge()
+ */
+static inline void bio_list_merge_head(struct bio_list *bl, struct bio_list *bl2)
+{
+	if (!bl2->head)
+		return;
+	if (bl->head)
+		bl2->tail->bi_next = bl->head;
+	else
+		bl->tail = bl2->tail;
+	bl->head = bl2->head;
+}
+
+/**
  * bio_list_get() - take every bio off a list at once
  * @bl: the list, left empty
  *

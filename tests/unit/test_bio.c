@@ -684,6 +684,26 @@ START_TEST(test_bio_lists)
 	bio_list_add(&l, &b[2]); /* a taken list works again */
 	ck_assert_ptr_eq(bio_list_pop(&l), &b[2]);
 	ck_assert_ptr_null(bio_list_pop(&l));
+
+	/* [3 4] before [0 1 2], then all of it moved out, leaving it empty. */
+	bio_list_init(&l);
+	bio_list_init(&l2);
+	for (i = 0; i < 3; i++)
+		bio_list_add(&l, &b[i]);
+	bio_list_add(&l2, &b[3]);
+	bio_list_add(&l2, &b[4]);
+	bio_list_merge_head(&l, &l2);
+	ck_assert_ptr_eq(bio_list_peek(&l), &b[3]);
+	ck_assert_uint_eq(bio_list_size(&l), 5);
+	bio_list_init(&l2);
+	bio_list_merge_head(&l2, &l); /* into an empty list: its tail too */
+	ck_assert_ptr_eq(l2.tail, &b[2]);
+	bio_list_init(&l);
+	bio_list_merge_init(&l, &l2);
+	ck_assert(bio_list_empty(&l2));
+	ck_assert_ptr_eq(bio_list_peek(&l), &b[3]);
+	ck_assert_ptr_eq(l.tail, &b[2]);
+	ck_assert_uint_eq(bio_list_size(&l), 5);
 }
 END_TEST
 
