@@ -91,6 +91,16 @@ for bad in 16777217T 18446744073709551616 -1 1X " 1" lots; do
 	[ "$(cat "$MNT/mem_limit")" = 1073741824 ] ||
 		fail "'$bad' > mem_limit changed it to $(cat "$MNT/mem_limit")"
 done
+# A value longer than zblk's buffer must be refused whole: parsing the
+# first 63 bytes of 62 zeroes and "1G" made a 1-byte limit, and of 62
+# zeroes and "01" a 0 that mem_used_max accepted.
+zeros=$(printf '%062d' 0)
+for f in mem_limit:1G mem_used_max:01 idle:10; do
+	if printf '%s%s' "$zeros" "${f#*:}" >"$MNT/${f%%:*}" 2>/dev/null; then
+		fail "62 zeroes and '${f#*:}' > ${f%%:*} worked"
+	fi
+done
+[ "$(cat "$MNT/mem_limit")" = 1073741824 ] || fail "a long value set mem_limit to $(cat "$MNT/mem_limit")"
 for bad in 4294967296 0 -5 1K; do
 	if (echo "$bad" >"$MNT/idle") 2>/dev/null; then fail "echo '$bad' > idle worked"; fi
 done

@@ -789,6 +789,9 @@ static int zblk_write(const char *path, const char *buf, size_t size, off_t off,
 		return recomp_file(f, (char *)buf, size, off, true);
 	if (f >= F_WRITEBACK && f < F_NONE)
 		return wb_file(f, (char *)buf, size, off, true);
+	/* A value cut to fit could parse as another: 00..01G as 1 byte. */
+	if (size >= sizeof(text) && (f == F_MEM_LIMIT || f == F_MEM_USED_MAX || f == F_IDLE))
+		return -EINVAL;
 	snprintf(text, sizeof(text), "%.*s", (int)(size < 63 ? size : 63), buf);
 	text[strcspn(text, "\n")] = 0;
 	switch (f) {
