@@ -132,6 +132,17 @@ want=$(((4097 + PAGE_SIZE - 1) / PAGE_SIZE * PAGE_SIZE))
 zblk_stop "disksize=4097"
 echo "disksize=4097 -> $want bytes"
 
+# backing_dev reads back the file's absolute path, as Linux's does: the
+# daemon's working directory is /, so a relative one would name another file.
+(cd "$WORK" && "$ZBLK" -o disksize=1M,backing_dev=rel_backing "$MNT") ||
+	fail "zblk -o backing_dev=rel_backing did not start"
+[ -f "$WORK/rel_backing" ] || fail "the backing file was not made in the working directory"
+[ "$(cat "$MNT/backing_dev")" = "$(realpath "$WORK/rel_backing")" ] ||
+	fail "backing_dev=rel_backing reads $(cat "$MNT/backing_dev")"
+[ "$(stat -c %s "$MNT/backing_dev")" = "$(wc -c <"$MNT/backing_dev")" ] ||
+	fail "backing_dev's size $(stat -c %s "$MNT/backing_dev") is not what it reads"
+zblk_stop "backing_dev=rel_backing"
+
 # Help and version on stdout with status 0; bare zblk: usage on stderr, 2.
 for h in -h --help; do
 	"$ZBLK" "$h" >"$WORK/out" 2>"$WORK/err" || fail "zblk $h exited $?"

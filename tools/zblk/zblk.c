@@ -1041,6 +1041,7 @@ static int open_backing(void)
 	struct stat st;
 	char msg[160];
 	uint64_t bytes;
+	char *real;
 	int ret;
 
 	if (!stat(zb.backing_dev, &st) && S_ISBLK(st.st_mode))
@@ -1054,6 +1055,15 @@ static int open_backing(void)
 	if (S_ISREG(st.st_mode) && !st.st_size && ftruncate(zb.backing_fd, (off_t)zb.disksize)) {
 		snprintf(msg, sizeof(msg), "cannot size backing_dev: %s", strerror(errno));
 		return usage_error(msg, zb.backing_dev);
+	}
+	/*
+	 * MOUNTPOINT/backing_dev reads the absolute path, as Linux's file does:
+	 * the daemon runs in /, where a relative path names another file.
+	 */
+	real = realpath(zb.backing_dev, NULL);
+	if (real) {
+		free(zb.backing_dev);
+		zb.backing_dev = real;
 	}
 	zb.backing = bvec_file_disk_create(zb.backing_fd, NULL);
 	if (zb.backing && S_ISBLK(st.st_mode)) {
