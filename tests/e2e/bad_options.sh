@@ -132,6 +132,15 @@ want=$(((4097 + PAGE_SIZE - 1) / PAGE_SIZE * PAGE_SIZE))
 zblk_stop "disksize=4097"
 echo "disksize=4097 -> $want bytes"
 
+# null mode stores nothing, but its setup files still say what the options
+# set and refuse changes, as in every other mode.
+"$ZBLK" -o disksize=1M,null,algorithm=lz4hc "$MNT" || fail "zblk -o null did not start"
+grep -qx 'lz4 \[lz4hc\]\( zstd\)\?' "$MNT/comp_algorithm" ||
+	fail "null: comp_algorithm reads '$(cat "$MNT/comp_algorithm")'"
+if (echo 2M >"$MNT/disksize") 2>/dev/null; then fail "null: echo 2M > disksize worked"; fi
+[ "$(cat "$MNT/disksize")" = 1048576 ] || fail "null: disksize reads $(cat "$MNT/disksize")"
+zblk_stop "null"
+
 # backing_dev reads back the file's absolute path, as Linux's does: the
 # daemon's working directory is /, so a relative one would name another file.
 (cd "$WORK" && "$ZBLK" -o disksize=1M,backing_dev=rel_backing "$MNT") ||

@@ -216,6 +216,8 @@ static int setup_text(enum file f, char *text, size_t len)
 	}
 	if (!zb.null)
 		zram_get_algorithm(zb.zram[0], 0, &name, NULL);
+	else
+		name = zb.algorithm ? zb.algorithm : "lz4"; /* what it would have used */
 	return algo_list(name, "\n", text, len);
 }
 
@@ -783,6 +785,9 @@ static int zblk_write(const char *path, const char *buf, size_t size, off_t off,
 	(void)fi;
 	if (f == F_DISK)
 		return disk_io((char *)buf, size, (uint64_t)off, true);
+	/* Set at mount in every mode, null included: as Linux once initialised. */
+	if (f >= F_DISKSIZE && f <= F_BACKING_DEV)
+		return -EBUSY;
 	if (zb.null && f != F_NONE)
 		return (int)size;
 	if (f >= F_RECOMP_ALGORITHM && f < F_NONE)
@@ -805,10 +810,6 @@ static int zblk_write(const char *path, const char *buf, size_t size, off_t off,
 		for (k = 0; k < zb.n; k++)
 			zram_set_mem_limit(zb.zram[k], v / zb.n);
 		return (int)size;
-	case F_DISKSIZE:
-	case F_COMP_ALGORITHM:
-	case F_BACKING_DEV:
-		return -EBUSY;
 	case F_MEM_USED_MAX:
 		/* Linux takes only 0: the watermark can be restarted, not set. */
 		if (zblk_parse_number(text, false, 0, &v))
