@@ -842,6 +842,16 @@ struct reader {
 	int ret;
 };
 
+/* @fn(@arg) on a new thread *@th, once its backing read is held by @t. */
+static void start_behind_held_read(struct tdisk *t, pthread_t *th, void *(*fn)(void *),
+				   void *arg)
+{
+	atomic_store(&t->hold_reads, true);
+	ck_assert_int_eq(pthread_create(th, NULL, fn, arg), 0);
+	while (!atomic_load(&t->held))
+		usleep(100);
+}
+
 static void *read_page0(void *arg)
 {
 	struct reader *r = arg;
@@ -866,10 +876,7 @@ START_TEST(test_block_pinned_while_read)
 	fill(z, model, 13);
 	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, 1), 1);
 	memcpy(old, model[0], PG);
-	atomic_store(&t->hold_reads, true);
-	ck_assert_int_eq(pthread_create(&th, NULL, read_page0, &r), 0);
-	while (!atomic_load(&t->held))
-		usleep(100);
+	start_behind_held_read(t, &th, read_page0, &r);
 	make_page(model[0], PAGE_TEXT, 4343, 0);
 	ck_assert_int_eq(zram_io(z, REQ_OP_WRITE, 0, model[0], PG), 0);
 	check_bd(z, 1, 0, 1); /* released, but still taken: it is being read */
@@ -919,10 +926,7 @@ START_TEST(test_rmw_page_changed)
 	fill(z, model, 17);
 	ck_assert_int_eq(zram_writeback(z, ZRAM_WB_ALL, 0, 1), 1);
 	make_page(patch, PAGE_RANDOM, 99, 0); /* its first 512 bytes go in */
-	atomic_store(&t->hold_reads, true);
-	ck_assert_int_eq(pthread_create(&th, NULL, patch_page0, &p), 0);
-	while (!atomic_load(&t->held))
-		usleep(100);
+	start_behind_held_read(t, &th, patch_page0, &p);
 	make_page(model[0], PAGE_TEXT, 4747, 0);
 	ck_assert_int_eq(zram_io(z, REQ_OP_WRITE, 0, model[0], PG), 0);
 	if (_i) {
