@@ -60,13 +60,19 @@ read -r _ _ writes3 <"$MNT/bd_stat"
 [ "$writes3" = $((writes + 2 * units)) ] || fail "budget of 2 pages wrote $((writes3 - writes)) units"
 [ "$(cat "$MNT/writeback_limit")" = 0 ] || fail "budget left: $(cat "$MNT/writeback_limit")"
 echo 0 >"$MNT/writeback_limit_enable"
-# Linux 6.19's writeback_batch_size: 32 at first, 1 to 256, bad values
-# refused without a change; the writeback below runs one write at a time.
+# Linux 6.19's writeback_batch_size: 32 at first, any 32-bit number but 0
+# (above 256 taken as 256), bad values refused without a change; the
+# writeback below runs one write at a time.
 [ "$(cat "$MNT/writeback_batch_size")" = 32 ] ||
 	fail "writeback_batch_size starts at $(cat "$MNT/writeback_batch_size")"
-for bad in 0 257 -1 x ""; do
+echo 100000 >"$MNT/writeback_batch_size" || fail "writeback_batch_size 100000 refused"
+[ "$(cat "$MNT/writeback_batch_size")" = 256 ] ||
+	fail "writeback_batch_size reads $(cat "$MNT/writeback_batch_size") after 100000"
+for bad in 0 4294967296 -1 x ""; do
 	! echo "$bad" >"$MNT/writeback_batch_size" 2>/dev/null || fail "writeback_batch_size '$bad' accepted"
 done
+[ "$(cat "$MNT/writeback_batch_size")" = 256 ] ||
+	fail "a refused value changed writeback_batch_size to $(cat "$MNT/writeback_batch_size")"
 echo 1 >"$MNT/writeback_batch_size"
 [ "$(cat "$MNT/writeback_batch_size")" = 1 ] ||
 	fail "writeback_batch_size reads $(cat "$MNT/writeback_batch_size") after 1"

@@ -465,12 +465,16 @@ static int wb_file(enum file f, char *buf, size_t size, off_t off, bool write)
 		}
 		return (int)size;
 	case F_WB_BATCH:
-		/* All stripes or none: check the value before setting any. */
+		/*
+		 * All stripes or none: check the value before setting any.
+		 * Linux takes any 32-bit number but 0; more than 256 writes in
+		 * flight buy a backing file nothing, so they become 256.
+		 */
 		text[strcspn(text, "\n")] = 0;
-		if (zblk_parse_number(text, false, 256, &v) || !v)
+		if (zblk_parse_number(text, false, UINT32_MAX, &v) || !v)
 			return -EINVAL;
 		for (k = 0; k < zb.n; k++)
-			zram_set_writeback_batch_size(zb.zram[k], (unsigned int)v);
+			zram_set_writeback_batch_size(zb.zram[k], v > 256 ? 256 : (unsigned int)v);
 		return (int)size;
 	case F_WRITEBACK:
 		n = zblk_parse_kv(text, kv, sizeof(kv) / sizeof(kv[0]));
