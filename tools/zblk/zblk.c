@@ -382,8 +382,9 @@ static int disk_io(char *buf, size_t size, uint64_t off, bool write)
  * ("idle", "huge", "huge_idle", "incompressible", or "type=T" with any
  * "page_index=N" and "page_indexes=A-B" words, ranges inclusive),
  * writeback_limit (4 KiB units left), writeback_limit_enable (0 or 1),
- * writeback_batch_size (writes in flight, 1 to 256), bd_stat, and block_state (one 40-byte line per stored page, so a read at
- * any offset finds its line by counting).  @buf is the FUSE buffer; a read
+ * writeback_batch_size (writes in flight: any 32-bit number but 0, at
+ * most 256 kept), bd_stat, and block_state (one 40-byte line per stored
+ * page, so a read at any offset finds its line by counting).  @buf is the FUSE buffer; a read
  * returns bytes, a write @size, or a negative errno.
  */
 static int wb_file(enum file f, char *buf, size_t size, off_t off, bool write)
@@ -798,16 +799,18 @@ static int zblk_write(const char *path, const char *buf, size_t size, off_t off,
 		return recomp_file(f, (char *)buf, size, off, true);
 	if (f >= F_WRITEBACK && f < F_NONE)
 		return wb_file(f, (char *)buf, size, off, true);
-	/* A value cut to fit could parse as another: 00..01G as 1 byte. */
-	if (size >= sizeof(text) && (f == F_MEM_LIMIT || f == F_MEM_USED_MAX || f == F_IDLE))
-		return -EINVAL;
-	snprintf(text, sizeof(text), "%.*s", (int)(size < 63 ? size : 63), buf);
-	text[strcspn(text, "\n")] = 0;
-	switch (f) {
-	case F_COMPACT:
+	if (f == F_COMPACT) { /* whatever is written */
 		for (k = 0; k < zb.n; k++)
 			zram_compact(zb.zram[k]);
 		return (int)size;
+	}
+	if (f != F_MEM_LIMIT && f != F_MEM_USED_MAX && f != F_IDLE)
+		return -EACCES;
+	/* Whole or not at all: a value cut to fit could parse as another. */
+	if (text_take(text, sizeof(text), buf, size))
+		return -EINVAL;
+	text[strcspn(text, "\n")] = 0;
+	switch (f) {
 	case F_MEM_LIMIT:
 		if (parse_size(text, &v))
 			return -EINVAL;
@@ -821,7 +824,7 @@ static int zblk_write(const char *path, const char *buf, size_t size, off_t off,
 		for (k = 0; k < zb.n; k++)
 			zram_reset_mem_used_max(zb.zram[k]);
 		return (int)size;
-	case F_IDLE:
+	default: /* F_IDLE */
 		if (!strcmp(text, "all"))
 			v = 0;
 		else if (zblk_parse_number(text, false, UINT32_MAX, &v) || !v)
@@ -829,8 +832,6 @@ static int zblk_write(const char *path, const char *buf, size_t size, off_t off,
 		for (k = 0; k < zb.n; k++)
 			zram_idle_mark(zb.zram[k], (unsigned int)v);
 		return (int)size;
-	default:
-		return -EACCES;
 	}
 }
 
