@@ -310,9 +310,18 @@ static int zblk_open(const char *path, struct fuse_file_info *fi)
 	 * and fail them only at fsync: direct I/O sends each write here, where
 	 * the end is enforced, and lets writes to the disk run in parallel
 	 * (transport.c); through the page cache they run one at a time.
+	 *
+	 * Through the page cache, every open keeps what is cached: only zblk
+	 * changes the disk, so nothing cached can be stale, and dropping it is
+	 * not harmless.  A write-through write unlocks its uptodate page before
+	 * its WRITE reaches zblk; an open that emptied the cache then let
+	 * another reader fetch the old bytes and cache them over the new ones,
+	 * for the writer's own read back to find (tests/e2e/page_cache.sh).
 	 */
 	if (f != F_DISK || !zb.page_cache || zb.writeback)
 		fi->direct_io = 1;
+	else
+		fi->keep_cache = 1;
 	return 0;
 }
 
