@@ -66,7 +66,12 @@ struct zblk {
 	struct zram *zram[MAX_STRIPES];
 	struct gendisk *stripe; /* over the zram devices when stripes > 1 */
 	struct gendisk *top;
-	pthread_mutex_t rmw; /* serialises unaligned read-modify-writes */
+	/*
+	 * Held alone across a read-modify-write of partial sectors, shared by
+	 * every other change to the disk: an aligned write landing between the
+	 * read and the write back would be undone by the old bytes.
+	 */
+	pthread_rwlock_t rmw;
 	/*
 	 * Every file's times.  The disk's do not follow writes: with
 	 * auto_inval_data a new mtime would make the kernel drop the disk's
@@ -81,7 +86,14 @@ struct zblk {
 	uint64_t block_state_line, block_state_index;
 };
 
-static struct zblk zb;
+static struct zblk zb = {
+#ifdef PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP
+	/* A rare partial write must not wait out a stream of whole ones. */
+	.rmw = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP,
+#else
+	.rmw = PTHREAD_RWLOCK_INITIALIZER,
+#endif
+};
 
 #define OPT(t, p) { t, offsetof(struct zblk, p), 1 }
 static const struct fuse_opt zblk_opts[] = {
@@ -342,6 +354,17 @@ static int submit(blk_opf_t op, uint64_t off, void *buf, size_t len)
 	return ret;
 }
 
+/* A change of whole sectors: beside any other but a read-modify-write. */
+static int submit_change(blk_opf_t op, uint64_t off, void *buf, size_t len)
+{
+	int ret;
+
+	pthread_rwlock_rdlock(&zb.rmw);
+	ret = submit(op, off, buf, len);
+	pthread_rwlock_unlock(&zb.rmw);
+	return ret;
+}
+
 /*
  * A file may be read and written at any byte; the device takes sectors.
  * Aligned requests (all that mkfs, the loop driver and fio send) go
@@ -365,7 +388,8 @@ static int disk_io(char *buf, size_t size, uint64_t off, bool write)
 		return (int)size;
 	}
 	if (!(off % SECTOR) && !(size % SECTOR)) {
-		ret = submit(write ? REQ_OP_WRITE : REQ_OP_READ, off, buf, size);
+		ret = write ? submit_change(REQ_OP_WRITE, off, buf, size) :
+			      submit(REQ_OP_READ, off, buf, size);
 		return ret ? ret : (int)size;
 	}
 	a = off / SECTOR * SECTOR;
@@ -373,7 +397,8 @@ static int disk_io(char *buf, size_t size, uint64_t off, bool write)
 	tmp = aligned_alloc(PAGE, (size_t)(b - a + PAGE - 1) / PAGE * PAGE);
 	if (!tmp)
 		return -ENOMEM;
-	pthread_mutex_lock(&zb.rmw);
+	if (write)
+		pthread_rwlock_wrlock(&zb.rmw);
 	ret = submit(REQ_OP_READ, a, tmp, (size_t)(b - a));
 	if (!ret && write) {
 		memcpy(tmp + (off - a), buf, size);
@@ -381,7 +406,8 @@ static int disk_io(char *buf, size_t size, uint64_t off, bool write)
 	} else if (!ret) {
 		memcpy(buf, tmp + (off - a), size);
 	}
-	pthread_mutex_unlock(&zb.rmw);
+	if (write)
+		pthread_rwlock_unlock(&zb.rmw);
 	free(tmp);
 	return ret ? ret : (int)size;
 }
@@ -946,7 +972,7 @@ static int zblk_fallocate(const char *path, int mode, off_t off, off_t len,
 	while (!ret && a < b) {
 		uint64_t n = b - a > (1u << 30) ? (1u << 30) : b - a;
 
-		ret = submit(op, a, NULL, (size_t)n);
+		ret = submit_change(op, a, NULL, (size_t)n);
 		a += n;
 	}
 	return ret;
@@ -1323,7 +1349,6 @@ static int run(struct fuse_args *args)
 	if ((ret = check_options()) || (ret = check_mountpoint(zb.mountpoint)))
 		return ret;
 	clock_gettime(CLOCK_REALTIME, &zb.mounted);
-	pthread_mutex_init(&zb.rmw, NULL);
 	pthread_mutex_init(&zb.block_state_lock, NULL);
 	if (!zb.null && (ret = make_devices()))
 		return ret;
