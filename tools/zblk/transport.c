@@ -349,7 +349,7 @@ static int split_io(const char *path, char *buf, size_t size, off_t off, bool wr
 {
 	const size_t qlen = sizeof(tp.queue) / sizeof(tp.queue[0]);
 	struct split s = { path, fi, write, 0, 0 };
-	struct piece first, p;
+	struct piece first, rest, p;
 	size_t step = (size / (tp.helpers + 1) + PIECE_ALIGN - 1) / PIECE_ALIGN * PIECE_ALIGN;
 	size_t done;
 
@@ -370,11 +370,22 @@ static int split_io(const char *path, char *buf, size_t size, off_t off, bool wr
 		tp.queue[(tp.head + tp.count++) % qlen] = p;
 		s.left++;
 	}
-	if (done < size) /* the queue was full: the first piece takes the rest */
-		first.size += size - done;
+	/*
+	 * The queue was full: this thread does the rest as a piece of its own.
+	 * The rest starts where the queued pieces end, not where the first
+	 * does, so it cannot be added to the first.
+	 */
+	rest.split = &s;
+	rest.buf = buf + done;
+	rest.off = off + (off_t)done;
+	rest.size = done < size ? size - done : 0;
+	if (rest.size)
+		s.left++;
 	pthread_cond_broadcast(&tp.work);
 	pthread_mutex_unlock(&tp.lock);
 	run_piece(&first);
+	if (rest.size)
+		run_piece(&rest);
 	pthread_mutex_lock(&tp.lock);
 	while (s.left) {
 		if (take_piece(&p)) {
