@@ -99,7 +99,7 @@ cmp -n 1048576 "$WORK/src" "$MNT/disk" || fail "data lost after the remount"
 stop
 
 # 4. Every other e2e script through the ring (zblk_start adds ZBLK_OPTS).
-for s in mkfs_fsck copy_tree fio_verify fstrim mem_limit fallocate past_end kill9 fio_control rmw_race; do
+for s in mkfs_fsck copy_tree fio_verify fstrim mem_limit fallocate past_end kill9 fio_control rmw_race torn_sector; do
 	ZBLK_OPTS=io_uring bash "$DIR/$s.sh" >"$WORK/$s.out" 2>&1 ||
 		fail "$s.sh with -o io_uring: $(tail -5 "$WORK/$s.out")"
 	echo "$s.sh with -o io_uring: passed"

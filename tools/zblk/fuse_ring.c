@@ -41,6 +41,7 @@
 
 #include "fuse_ring.h"
 #include "fuse_ring_abi.h"
+#include "transport.h"
 
 /*
  * Entries per queue: one would do for requests that wait for each other,
@@ -522,12 +523,16 @@ static ssize_t init_reply(int fd, struct iovec *iov, int count)
 			fprintf(stderr, "zblk: io_uring: unexpected INIT reply; using /dev/fuse\n");
 		return writev(fd, iov, count);
 	}
+	memcpy(out, iov[1].iov_base, iov[1].iov_len);
+	zblk__init_reply_pages(out, iov[1].iov_len);
+	v[0] = iov[0];
+	v[1].iov_base = out;
+	v[1].iov_len = iov[1].iov_len;
 	if (!rg.offered) {
 		fprintf(stderr, "zblk: the kernel does not offer FUSE over io_uring "
 				"(/sys/module/fuse/parameters/enable_uring); using /dev/fuse\n");
-		return writev(fd, iov, count);
+		return writev(fd, v, 2);
 	}
-	memcpy(out, iov[1].iov_base, iov[1].iov_len);
 	memcpy(&flags, out + RING_INIT_OUT_FLAGS, 4);
 	memcpy(&flags2, out + RING_INIT_OUT_FLAGS2, 4);
 	memcpy(&max_write, out + RING_INIT_OUT_MAX_WRITE, 4);
@@ -541,9 +546,6 @@ static ssize_t init_reply(int fd, struct iovec *iov, int count)
 		rg.payload_len = max_write;
 	if (max_pages * page > rg.payload_len)
 		rg.payload_len = max_pages * page;
-	v[0] = iov[0];
-	v[1].iov_base = out;
-	v[1].iov_len = iov[1].iov_len;
 	n = writev(fd, v, 2);
 	if (n >= 0)
 		start_ring();

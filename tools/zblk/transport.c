@@ -26,11 +26,13 @@
 #define FUSE_USE_VERSION 312
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fuse.h>
 #include <fuse_lowlevel.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,6 +42,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "fuse_ring_abi.h"
 #include "transport.h"
 #ifdef ZBLK_HAVE_URING
 #include "fuse_ring.h"
@@ -289,6 +292,91 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	iov.iov_base = &out;
 	iov.iov_len = sizeof(out);
 	fuse_reply_iov(req, &iov, 1);
+}
+
+void zblk__init_reply_pages(void *init_out, size_t len)
+{
+	const uint32_t page = (uint32_t)sysconf(_SC_PAGESIZE);
+	uint32_t max_write;
+	uint16_t max_pages, want;
+
+	if (len < RING_INIT_OUT_MAX_PAGES + sizeof(max_pages))
+		return;
+	memcpy(&max_write, (char *)init_out + RING_INIT_OUT_MAX_WRITE, sizeof(max_write));
+	memcpy(&max_pages, (char *)init_out + RING_INIT_OUT_MAX_PAGES, sizeof(max_pages));
+	if (max_write > (UINT16_MAX - 1u) * page)
+		return;
+	want = (uint16_t)((max_write + page - 1) / page + 1);
+	if (want > max_pages)
+		memcpy((char *)init_out + RING_INIT_OUT_MAX_PAGES, &want, sizeof(want));
+}
+
+/*
+ * /dev/fuse as libfuse reads and writes it, but for the INIT reply, which
+ * goes out through zblk__init_reply_pages().  Only the read of INIT sets
+ * init_unique, before the kernel sends anything else; other threads read
+ * it in their writev.
+ */
+static _Atomic uint64_t init_unique;
+
+static ssize_t plain_read(int fd, void *buf, size_t len, void *userdata)
+{
+	ssize_t n = read(fd, buf, len);
+	struct ring_in_header ih;
+
+	(void)userdata;
+	if (n >= (ssize_t)sizeof(ih)) {
+		memcpy(&ih, buf, sizeof(ih));
+		if (ih.opcode == RING_OP_INIT)
+			atomic_store_explicit(&init_unique, ih.unique, memory_order_relaxed);
+	}
+	return n;
+}
+
+static ssize_t plain_writev(int fd, struct iovec *iov, int count, void *userdata)
+{
+	uint64_t init = atomic_load_explicit(&init_unique, memory_order_relaxed);
+	struct ring_out_header oh;
+	char out[256];
+	struct iovec v[2];
+
+	(void)userdata;
+	if (!init || count != 2 || iov[0].iov_len < sizeof(oh) || iov[1].iov_len > sizeof(out))
+		return writev(fd, iov, count);
+	memcpy(&oh, iov[0].iov_base, sizeof(oh));
+	if (oh.unique != init || oh.error)
+		return writev(fd, iov, count);
+	atomic_store_explicit(&init_unique, 0, memory_order_relaxed);
+	memcpy(out, iov[1].iov_base, iov[1].iov_len);
+	zblk__init_reply_pages(out, iov[1].iov_len);
+	v[0] = iov[0];
+	v[1].iov_base = out;
+	v[1].iov_len = iov[1].iov_len;
+	return writev(fd, v, 2);
+}
+
+static ssize_t plain_splice(int fdin, off_t *offin, int fdout, off_t *offout, size_t len,
+			    unsigned int flags, void *userdata)
+{
+	(void)userdata;
+	return splice(fdin, offin, fdout, offout, len, flags);
+}
+
+static int install_plain_io(struct fuse_session *se)
+{
+	static const struct fuse_custom_io io = {
+		.read = plain_read,
+		.writev = plain_writev,
+		.splice_receive = plain_splice,
+		.splice_send = plain_splice,
+	};
+	int fd = fuse_session_fd(se);
+
+	if (fd < 0 || fuse_session_custom_io(se, &io, fd)) {
+		fprintf(stderr, "zblk: cannot hook FUSE's I/O\n");
+		return -1;
+	}
+	return 0;
 }
 
 static void run_piece(const struct piece *p)
@@ -718,6 +806,11 @@ int zblk__serve(struct fuse_args *args, const struct fuse_operations *ops, const
 		fprintf(stderr, "zblk: built without liburing; using /dev/fuse\n");
 	io_uring = 0;
 #endif
+	if (!io_uring && install_plain_io(se)) {
+		fuse_session_unmount(se);
+		fuse_remove_signal_handlers(se);
+		goto out;
+	}
 	/* After fuse_daemonize: threads do not survive its fork. */
 	if (fuse_daemonize(opts.foreground) == 0) {
 		start_helpers();

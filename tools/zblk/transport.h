@@ -32,4 +32,21 @@
  */
 int zblk__serve(struct fuse_args *args, const struct fuse_operations *ops, const char *disk);
 
+/**
+ * zblk__init_reply_pages() - let every request carry max_write bytes
+ * @init_out: the INIT reply's argument (struct fuse_init_out), writable
+ * @len: its length in bytes; shorter than max_pages' end, nothing changes
+ *
+ * The kernel puts at most max_pages pages of the caller's memory in one
+ * request, and libfuse 3.14 asks for just the pages max_write fills, so a
+ * read or write from a buffer that does not start a page is cut short of
+ * max_write, inside a sector.  This raises max_pages to one page more
+ * than max_write fills (the kernel takes up to 256), so that requests
+ * end where max_write does.  zblk__serve() applies it on /dev/fuse, and
+ * the io_uring transport to the INIT reply it rewrites.
+ *
+ * Context: any thread; touches only @init_out.
+ */
+void zblk__init_reply_pages(void *init_out, size_t len);
+
 #endif

@@ -982,6 +982,7 @@ static void *zblk_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
 	/* Bigger requests mean fewer round trips through the kernel. */
 	conn->max_write = zb.max_write;
+	conn->max_read = zb.max_write; /* as mounted with, see check_options() */
 	conn->max_readahead = zb.max_write;
 	if (zb.writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
@@ -1033,8 +1034,8 @@ static void usage(FILE *out)
 		"    -o mem_limit=SIZE      most memory the data may use; 0 for none\n"
 		"    -o stripes=N           spread the disk over N zram devices (1 to 16)\n"
 		"    -o chunk=SIZE          stripe chunk, a power of two of at least a page (64K)\n"
-		"    -o max_write=SIZE      largest FUSE request, 4K to 256 pages (1M, or 128K\n"
-		"                           with page_cache)\n"
+		"    -o max_write=SIZE      largest FUSE request, whole sectors from 4K to 255\n"
+		"                           pages (1M or 255 pages if less; 128K with page_cache)\n"
 		"    -o writeback           the kernel's writeback cache (the disk is then direct I/O)\n"
 		"    -o splice              move data with splice\n"
 		"    -o page_cache          the disk through the page cache (shared mmap works;\n"
@@ -1183,7 +1184,7 @@ static int check_options(void)
 	/* The stripe driver counts a chunk's sectors in an unsigned int. */
 	const uint64_t max_chunk = ((uint64_t)UINT_MAX / 2 + 1) * SECTOR;
 	char text[32], msg[96];
-	uint64_t v;
+	uint64_t v, max;
 	int err;
 
 	if (!zb.disksize_s)
@@ -1222,19 +1223,23 @@ static int check_options(void)
 	/*
 	 * The kernel sends a direct I/O disk one request at a time, so each
 	 * should be large (transport.c shares it among threads); through the
-	 * page cache it keeps several 128K requests in flight instead.
+	 * page cache it keeps several 128K requests in flight instead.  Either
+	 * way a request must be whole sectors: the kernel cuts a large read
+	 * or write into requests of max_write bytes (max_read for reads, set
+	 * alike), and a request ending inside a sector leaves that sector to
+	 * two separate read-modify-writes, between which another writer's
+	 * write of the sector can land and be half undone.  The page a buffer
+	 * starts in counts too: a request takes at most max_pages pages of the
+	 * caller's memory, so transport.c asks for one page more than
+	 * max_write fills, and the kernel allows 256.
 	 */
+	max = 255 * (uint64_t)sysconf(_SC_PAGESIZE);
 	zb.max_write = zb.page_cache && !zb.writeback ? 128u << 10 : 1u << 20;
+	if (zb.max_write > max)
+		zb.max_write = (unsigned int)max;
 	if (zb.max_write_s) {
-		/*
-		 * libfuse reads requests into buffers of 256 pages and the
-		 * kernel allows no more by default: a larger max_write mounts,
-		 * then every read of /dev/fuse fails and the mount is dead.
-		 */
-		const uint64_t max = 256 * (uint64_t)sysconf(_SC_PAGESIZE);
-
-		if (parse_size(zb.max_write_s, &v) || v < (4u << 10) || v > max) {
-			snprintf(msg, sizeof(msg), "max_write must be 4K to %s",
+		if (parse_size(zb.max_write_s, &v) || v < (4u << 10) || v > max || v % SECTOR) {
+			snprintf(msg, sizeof(msg), "max_write must be a multiple of 512 from 4K to %s",
 				 size_text(max, text, sizeof(text)));
 			return usage_error(msg, zb.max_write_s);
 		}
@@ -1327,6 +1332,7 @@ static int keep_arg(void *data, const char *arg, int key, struct fuse_args *args
 
 static int run(struct fuse_args *args)
 {
+	char opt[32];
 	int ret;
 
 	if (zb.help) {
@@ -1354,6 +1360,10 @@ static int run(struct fuse_args *args)
 		return ret;
 	if (zb.backing_dev && !zb.null && (ret = open_backing()))
 		return ret;
+	/* Reads are cut into requests as writes are (check_options()). */
+	snprintf(opt, sizeof(opt), "-omax_read=%u", zb.max_write);
+	if (fuse_opt_add_arg(args, opt))
+		return 1;
 	return zblk__serve(args, &zblk_ops, files[F_DISK].name);
 }
 
