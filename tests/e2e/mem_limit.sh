@@ -36,6 +36,18 @@ echo 0 >"$MNT/mem_limit"
 dd if="$WORK/src" of="$MNT/disk" bs=64k oflag=direct conv=notrunc 2>/dev/null ||
 	fail "writes still fail with the limit lifted"
 cmp -n 16777216 "$WORK/src" "$MNT/disk" || fail "data differs after lifting the limit"
+# A limit of fewer bytes than there are stripes is still a limit: each
+# stripe's share was the limit divided by the stripes, rounded down to 0,
+# which zram takes for none, and 1 MiB went in.  It reads back as set.
+echo 3 >"$MNT/mem_limit"
+[ "$(cat "$MNT/mem_limit")" = 3 ] || fail "mem_limit 3 reads back as $(cat "$MNT/mem_limit")"
+[ "$(mm_stat 4)" = 3 ] || fail "mm_stat's mem_limit says $(mm_stat 4) for 3"
+if dd if="$WORK/src" of="$MNT/disk" bs=1M count=1 seek=32 oflag=direct conv=notrunc \
+	2>/dev/null; then
+	fail "1 MiB of random data went in under a 3-byte limit (stripes=$STRIPES)"
+fi
+echo 0 >"$MNT/mem_limit"
+echo "a 3-byte mem_limit refuses 1 MiB with $STRIPES stripes; reads back as 3"
 # mem_used_max keeps the peak after the data goes; writing 0 restarts it
 # from the memory used now (Linux's only accepted value), anything else
 # fails and changes nothing.

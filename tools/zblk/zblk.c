@@ -29,6 +29,7 @@
 #include <limits.h>
 #include <linux/falloc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -84,6 +85,8 @@ struct zblk {
 	int backing_fd;
 	pthread_mutex_t block_state_lock; /* block_state's read position */
 	uint64_t block_state_line, block_state_index;
+	/* The whole disk's mem_limit as last set; each stripe has a share. */
+	_Atomic uint64_t mem_limit;
 };
 
 static struct zblk zb = {
@@ -233,6 +236,25 @@ static int setup_text(enum file f, char *text, size_t len)
 	return algo_list(name, "\n", text, len);
 }
 
+/*
+ * A stripe's share of the disk's mem_limit, rounded up: rounded down, a
+ * limit below the number of stripes would give each a share of 0, which
+ * zram takes for no limit at all.
+ */
+static uint64_t stripe_limit(uint64_t limit)
+{
+	return limit / zb.n + (limit % zb.n != 0);
+}
+
+static void set_mem_limit(uint64_t limit)
+{
+	unsigned int k;
+
+	atomic_store(&zb.mem_limit, limit);
+	for (k = 0; k < zb.n; k++)
+		zram_set_mem_limit(zb.zram[k], stripe_limit(limit));
+}
+
 /* The stat files, as zram prints them; a stripe sums its children. */
 static int stat_text(enum file f, char *buf, size_t len)
 {
@@ -240,18 +262,16 @@ static int stat_text(enum file f, char *buf, size_t len)
 	struct zram_io_stat io = { 0 }, i;
 	unsigned int k;
 
-	if (f == F_MEM_LIMIT) {
-		if (zb.null)
-			return snprintf(buf, len, "0\n");
-		zram_mm_stat(zb.zram[0], &m);
-		return snprintf(buf, len, "%" PRIu64 "\n", m.mem_limit * zb.n);
-	}
+	if (f == F_MEM_LIMIT)
+		return snprintf(buf, len, "%" PRIu64 "\n", zb.null ? 0 : atomic_load(&zb.mem_limit));
 	for (k = 0; k < zb.n && !zb.null; k++) {
 		zram_mm_stat(zb.zram[k], &m);
 		zram_io_stat(zb.zram[k], &i);
 		zpool_stats_add(&sum, &m);
 		zram_io_stat_add(&io, &i);
 	}
+	if (!zb.null)
+		sum.mem_limit = atomic_load(&zb.mem_limit); /* not the shares' sum */
 	return f == F_IO_STAT ? zram_format_io_stat(&io, buf, len) :
 				zram_format_mm_stat(&sum, buf, len);
 }
@@ -849,8 +869,7 @@ static int zblk_write(const char *path, const char *buf, size_t size, off_t off,
 	case F_MEM_LIMIT:
 		if (parse_size(text, &v))
 			return -EINVAL;
-		for (k = 0; k < zb.n; k++)
-			zram_set_mem_limit(zb.zram[k], v / zb.n);
+		set_mem_limit(v);
 		return (int)size;
 	case F_MEM_USED_MAX:
 		/* Linux takes only 0: the watermark can be restarted, not set. */
@@ -1143,7 +1162,8 @@ static int make_devices(void)
 		return usage_error(msg, zb.disksize_s);
 	}
 	cfg.pool.compressor = zb.algorithm;
-	cfg.pool.mem_limit = limit / zb.n;
+	atomic_store(&zb.mem_limit, limit);
+	cfg.pool.mem_limit = stripe_limit(limit);
 	if (zb.multi_page)
 		cfg.pool.flags |= ZPOOL_F_MULTI_PAGE;
 	for (k = 0; k < zb.n; k++) {
