@@ -479,6 +479,20 @@ static void poll_submit_wait(struct uring_disk *ud, bool wait)
 }
 
 /*
+ * Give the bio the slot's status.  Only an error is stored, and only over
+ * none: a chained child (a split front, a stripe's piece) may have put its
+ * error in this bio before the bio's own I/O ended, and a success here must
+ * not wipe that out (first error wins, as in bio_endio()).  Lock held.
+ */
+static void end_status(struct uring_slot *slot)
+{
+	blk_status_t none = BLK_STS_OK;
+
+	if (slot->status)
+		atomic_compare_exchange_strong(&slot->bio->bi_status, &none, slot->status);
+}
+
+/*
  * Reap the poll ring on this thread and run the bi_end_io of every polled
  * bio that ended.  With @wait, sleep until a CQE comes as long as a polled
  * bio is in flight.  Returns the CQEs reaped.
@@ -513,7 +527,7 @@ static int poll_reap(struct uring_disk *ud, bool wait)
 		/* A resubmitted rest goes with the next poll. */
 		if (cqe_done(ud, slot, cqe->res))
 			continue;
-		slot->bio->bi_status = slot->status;
+		end_status(slot);
 		bio_list_add(&done, slot->bio);
 		slot->next_free = ud->free;
 		ud->free = slot;
@@ -571,7 +585,7 @@ static void *completion_thread(void *arg)
 				ud->deferred = true;
 				continue;
 			}
-			slot->bio->bi_status = slot->status;
+			end_status(slot);
 			bio_list_add(&done, slot->bio);
 			slot->next_free = ud->free;
 			ud->free = slot;
