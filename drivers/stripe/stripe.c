@@ -22,34 +22,82 @@ static void remap(struct stripe *s, struct bio *bio)
 	bio->bi_iter.bi_sector = chunk / s->n * s->chunk_sectors + sector % s->chunk_sectors;
 }
 
+/*
+ * Every child's flush of a REQ_PREFLUSH write has completed: now the data
+ * may go, without the flag, unless a flush failed.
+ */
+static void stripe_preflush_done(struct bio *flush)
+{
+	struct bio *bio = flush->bi_private;
+	blk_status_t st = atomic_load(&flush->bi_status);
+	blk_status_t none = BLK_STS_OK;
+
+	bio_put(flush);
+	if (st) {
+		atomic_compare_exchange_strong(&bio->bi_status, &none, st);
+		bio_endio(bio);
+		return;
+	}
+	bio->bi_opf &= ~(blk_opf_t)REQ_PREFLUSH;
+	submit_bio(bio);
+}
+
+/*
+ * Send an empty flush to every child, all chained to @parent.  A child
+ * whose flush cannot be allocated fails @parent with BLK_STS_RESOURCE.
+ */
+static void stripe_flush_children(struct stripe *s, struct bio *parent)
+{
+	blk_status_t none = BLK_STS_OK;
+	unsigned int i;
+
+	for (i = 0; i < s->n; i++) {
+		struct bio *flush = bio_alloc_bioset(s->children[i]->part0, 0,
+						     REQ_OP_WRITE | REQ_PREFLUSH,
+						     GFP_NOIO, &s->bs);
+
+		if (!flush) {
+			atomic_compare_exchange_strong(&parent->bi_status, &none,
+						       BLK_STS_RESOURCE);
+			break;
+		}
+		bio_chain(flush, parent);
+		submit_bio(flush); /* queued: we are inside submit_bio */
+	}
+}
+
 static void stripe_submit_bio(struct bio *bio)
 {
 	struct stripe *s = bio->bi_bdev->bd_disk->private_data;
-	unsigned int i;
+	struct bio *flushes;
 
 	if (bio->bi_opf & REQ_PREFLUSH) {
-		/*
-		 * Every child must flush before the data: empty flushes go out
-		 * first (the queue runs in order) and the data continues without
-		 * the flag, as dm does.  The original completes after all.
-		 */
-		for (i = 0; i < s->n; i++) {
-			struct bio *flush = bio_alloc_bioset(s->children[i]->part0, 0,
-							     REQ_OP_WRITE | REQ_PREFLUSH,
-							     GFP_NOIO, &s->bs);
-
-			if (!flush) {
-				bio->bi_status = BLK_STS_RESOURCE;
-				break;
-			}
-			bio_chain(flush, bio);
-			submit_bio(flush);
-		}
-		bio->bi_opf &= ~(blk_opf_t)REQ_PREFLUSH;
-		if (!bio_sectors(bio) || bio->bi_status) {
+		if (!bio->bi_iter.bi_size) {
+			/* An empty flush: it completes after every child's. */
+			stripe_flush_children(s, bio);
 			bio_endio(bio);
 			return;
 		}
+		/*
+		 * Data with REQ_PREFLUSH: what completed before it must be
+		 * stable before it is written, so the data waits for every
+		 * child's flush to complete, not only to be queued (a child
+		 * such as the io_uring disk runs its flush beside later I/O).
+		 * As dm does, the flushes hang off a bio of their own whose
+		 * end sends the data on, without the flag.
+		 */
+		flushes = bio_alloc_bioset(bio->bi_bdev, 0, REQ_OP_WRITE | REQ_PREFLUSH,
+					   GFP_NOIO, &s->bs);
+		if (!flushes) {
+			bio->bi_status = BLK_STS_RESOURCE;
+			bio_endio(bio);
+			return;
+		}
+		flushes->bi_private = bio;
+		flushes->bi_end_io = stripe_preflush_done;
+		stripe_flush_children(s, flushes);
+		bio_endio(flushes);
+		return;
 	}
 	for (;;) {
 		unsigned int to_boundary = s->chunk_sectors -

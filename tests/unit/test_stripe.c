@@ -213,6 +213,107 @@ START_TEST(test_first_error_reaches_parent)
 }
 END_TEST
 
+/*
+ * Children that hold every flush until the test ends it, as a disk with
+ * an asynchronous flush (the io_uring disk's fsync SQE) does, and note any
+ * data that reaches them while a flush is still pending.
+ */
+static struct {
+	struct bio *held[8];
+	unsigned int nr_held;
+	unsigned int data;		/* data bios that reached a child */
+	unsigned int data_early;	/* ... while a flush was pending */
+	unsigned int ended;
+	blk_status_t status;
+} hold;
+
+static void hold_submit(struct bio *bio)
+{
+	if ((bio->bi_opf & REQ_PREFLUSH) && !bio->bi_iter.bi_size) {
+		ck_assert_uint_lt(hold.nr_held, 8);
+		hold.held[hold.nr_held++] = bio;
+		return;
+	}
+	hold.data++;
+	if (hold.nr_held)
+		hold.data_early++;
+	bio_endio(bio);
+}
+
+static const struct block_device_operations hold_ops = { .submit_bio = hold_submit };
+
+static void hold_end(struct bio *bio)
+{
+	hold.ended++;
+	hold.status = bio->bi_status;
+}
+
+/* End the held flushes, the first with @status. */
+static void hold_release(blk_status_t status)
+{
+	unsigned int i, n = hold.nr_held;
+	struct bio *held[8];
+
+	memcpy(held, hold.held, sizeof(held));
+	hold.nr_held = 0;
+	for (i = 0; i < n; i++) {
+		if (!i)
+			held[i]->bi_status = status;
+		bio_endio(held[i]);
+	}
+}
+
+/*
+ * REQ_PREFLUSH: what completed before must be on stable storage before the
+ * data is written, so no piece of the data may reach a child until every
+ * child's flush has completed (dm holds the data back the same way).  A
+ * flush that fails fails the bio without writing the data.
+ */
+START_TEST(test_preflush_before_data)
+{
+	struct queue_limits lim;
+	struct gendisk *children[2];
+	unsigned char *buf = calloc(1, 4 * CHUNK_SECTORS * 512);
+	struct gendisk *s;
+	struct bio *bio;
+	unsigned int i, round;
+
+	memset(&lim, 0, sizeof(lim));
+	lim.features = BLK_FEAT_WRITE_CACHE;
+	for (i = 0; i < 2; i++) {
+		children[i] = blk_alloc_disk(&lim, -1);
+		children[i]->fops = &hold_ops;
+		set_capacity(children[i], 64 * CHUNK_SECTORS);
+	}
+	s = bvec_stripe_create(children, 2, CHUNK_SECTORS);
+	ck_assert_ptr_nonnull(s);
+	ck_assert(bdev_write_cache(s->part0));
+	for (round = 0; round < 2; round++) {
+		blk_status_t st = round ? BLK_STS_IOERR : BLK_STS_OK;
+
+		memset(&hold, 0, sizeof(hold));
+		bio = bio_alloc(s->part0, 1, REQ_OP_WRITE | REQ_PREFLUSH, GFP_KERNEL);
+		bio_add_virt(bio, buf, 4 * CHUNK_SECTORS * 512);
+		bio->bi_end_io = hold_end;
+		submit_bio(bio);
+		ck_assert_uint_eq(hold.nr_held, 2);
+		ck_assert_uint_eq(hold.data_early, 0);
+		ck_assert_uint_eq(hold.data, 0);
+		ck_assert_uint_eq(hold.ended, 0);
+		hold_release(st);
+		ck_assert_uint_eq(hold.data_early, 0);
+		ck_assert_uint_eq(hold.data, round ? 0 : 4);
+		ck_assert_uint_eq(hold.ended, 1);
+		ck_assert_uint_eq(hold.status, st);
+		bio_put(bio);
+	}
+	put_disk(s);
+	for (i = 0; i < 2; i++)
+		put_disk(children[i]);
+	free(buf);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *const raid0[] = {
@@ -220,6 +321,7 @@ int main(void)
 		test_over_zram,
 		test_over_files,
 		test_first_error_reaches_parent,
+		test_preflush_before_data,
 		NULL
 	};
 	const struct test_group groups[] = {
