@@ -502,6 +502,7 @@ static int poll_reap(struct uring_disk *ud, bool wait)
 	struct io_uring_cqe *cqe;
 	struct bio_list done;
 	unsigned int head, seen = 0, in_flight;
+	struct bio *bio;
 
 	bio_list_init(&done);
 	pthread_mutex_lock(&ud->poll_lock);
@@ -535,6 +536,15 @@ static int poll_reap(struct uring_disk *ud, bool wait)
 		ud->stats.polled++;
 	}
 	io_uring_cq_advance(&ud->pring, seen);
+	/*
+	 * Bios the completion thread put in the backlog while polled bios held
+	 * every slot: it drains the backlog only after a CQE of its own ring,
+	 * and with nothing in flight there none may ever come, so the slots
+	 * freed here go to them first, and they are sent now.
+	 */
+	while (ud->free && (bio = bio_list_pop(&ud->backlog)))
+		start(ud, bio, &done);
+	flush_deferred(ud);
 	pthread_cond_broadcast(&ud->cond);
 	pthread_mutex_unlock(&ud->lock);
 	pthread_mutex_unlock(&ud->poll_lock);

@@ -1031,6 +1031,91 @@ START_TEST(test_polled)
 }
 END_TEST
 
+/*
+ * A bio submitted from a bi_end_io while a polled bio holds the only slot
+ * waits in the disk's backlog.  The poller that frees the slot must start
+ * it: the completion thread, with nothing in flight on its ring, would
+ * sleep for ever and the bio would never end (nor would put_disk()).
+ */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool entered, go, left;
+	struct polled_io second;
+	struct bio *second_bio;
+	unsigned char buf[4096];
+} handoff = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+static void handoff_end(struct bio *bio)
+{
+	struct gendisk *disk = bio->bi_bdev->bd_disk;
+
+	pthread_mutex_lock(&handoff.lock);
+	handoff.entered = true;
+	pthread_cond_broadcast(&handoff.cond);
+	while (!handoff.go)
+		pthread_cond_wait(&handoff.cond, &handoff.lock);
+	pthread_mutex_unlock(&handoff.lock);
+	bio_put(bio);
+	handoff.second_bio = polled_bio(disk, REQ_OP_READ, handoff.buf, 4096, 4096,
+					&handoff.second);
+	submit_bio(handoff.second_bio);
+	pthread_mutex_lock(&handoff.lock);
+	handoff.left = true;
+	pthread_cond_broadcast(&handoff.cond);
+	pthread_mutex_unlock(&handoff.lock);
+}
+
+START_TEST(test_backlog_after_poll)
+{
+	int fd = temp_file(65536, -1);
+	struct gendisk *disk = bvec_uring_disk_create(fd, NULL, 1);
+	unsigned char *buf = malloc(8192);
+	struct polled_io first, p;
+	struct bio *bio, *pbio;
+	unsigned int waited;
+
+	ck_assert_ptr_nonnull(disk);
+	/* valgrind cannot see the ring write the buffers. */
+	memset(buf, 0, 8192);
+	memset(handoff.buf, 0, sizeof(handoff.buf));
+	handoff.entered = handoff.go = handoff.left = false;
+	bio = polled_bio(disk, REQ_OP_READ, buf, 4096, 0, &first);
+	bio->bi_private = NULL;
+	bio->bi_end_io = handoff_end;
+	submit_bio(bio);
+	pthread_mutex_lock(&handoff.lock);
+	while (!handoff.entered)
+		pthread_cond_wait(&handoff.cond, &handoff.lock);
+	pthread_mutex_unlock(&handoff.lock);
+	/* The first bio's slot is free again: this polled bio takes it. */
+	pbio = polled_bio(disk, REQ_OP_READ | REQ_POLLED, buf + 4096, 4096, 8192, &p);
+	submit_bio(pbio);
+	pthread_mutex_lock(&handoff.lock);
+	handoff.go = true;
+	pthread_cond_broadcast(&handoff.cond);
+	while (!handoff.left)
+		pthread_cond_wait(&handoff.cond, &handoff.lock);
+	pthread_mutex_unlock(&handoff.lock);
+	/* The second bio is in the backlog; the poll frees the slot. */
+	while (!atomic_load(&p.ended))
+		(void)bio_poll(pbio, NULL, 0);
+	ck_assert_uint_eq(p.status, BLK_STS_OK);
+	check_range(buf + 4096, 8192, 4096, false);
+	bio_put(pbio);
+	for (waited = 0; waited < 5000 && !atomic_load(&handoff.second.ended); waited++)
+		usleep(1000);
+	ck_assert_msg(atomic_load(&handoff.second.ended),
+		      "the bio in the backlog never ended");
+	ck_assert_uint_eq(handoff.second.status, BLK_STS_OK);
+	check_range(handoff.buf, 4096, 4096, false);
+	bio_put(handoff.second_bio);
+	put_disk(disk);
+	close(fd);
+	free(buf);
+}
+END_TEST
+
 /* Threads waiting for polled bios at once: each may reap the others'. */
 static void *polled_waiter(void *p)
 {
@@ -1094,6 +1179,7 @@ int main(void)
 		test_put_disk_from_end_io,
 		test_threads_submit_at_once,
 		test_threads_poll_at_once,
+		test_backlog_after_poll,
 		NULL
 	};
 	const struct test_group groups[] = {
