@@ -393,6 +393,20 @@ static void start(struct uring_disk *ud, struct bio *bio, struct bio_list *done)
 	}
 }
 
+/*
+ * Start bios of the backlog while slots are free, oldest first.  Whoever
+ * frees a slot does this, not only the completion thread: slots held by
+ * polled bios are freed by pollers, and with nothing else in flight the
+ * completion thread would never come round to the backlog.  Lock held.
+ */
+static void drain_backlog(struct uring_disk *ud, struct bio_list *done)
+{
+	struct bio *bio;
+
+	while (ud->free && (bio = bio_list_pop(&ud->backlog)))
+		start(ud, bio, done);
+}
+
 /* Complete @done outside the lock: bi_end_io may submit again. */
 static void end_all(struct uring_disk *ud, struct bio_list *done)
 {
@@ -502,7 +516,6 @@ static int poll_reap(struct uring_disk *ud, bool wait)
 	struct io_uring_cqe *cqe;
 	struct bio_list done;
 	unsigned int head, seen = 0, in_flight;
-	struct bio *bio;
 
 	bio_list_init(&done);
 	pthread_mutex_lock(&ud->poll_lock);
@@ -536,14 +549,9 @@ static int poll_reap(struct uring_disk *ud, bool wait)
 		ud->stats.polled++;
 	}
 	io_uring_cq_advance(&ud->pring, seen);
-	/*
-	 * Bios the completion thread put in the backlog while polled bios held
-	 * every slot: it drains the backlog only after a CQE of its own ring,
-	 * and with nothing in flight there none may ever come, so the slots
-	 * freed here go to them first, and they are sent now.
-	 */
-	while (ud->free && (bio = bio_list_pop(&ud->backlog)))
-		start(ud, bio, &done);
+	/* The slots freed here go to the backlog first; sent now, as the
+	 * completion thread may be asleep with nothing in flight. */
+	drain_backlog(ud, &done);
 	flush_deferred(ud);
 	pthread_cond_broadcast(&ud->cond);
 	pthread_mutex_unlock(&ud->lock);
@@ -558,7 +566,6 @@ static void *completion_thread(void *arg)
 	struct io_uring_cqe *cqe;
 	struct bio_list done;
 	unsigned int head, seen;
-	struct bio *bio;
 
 	completing = ud;
 	bio_list_init(&done);
@@ -607,8 +614,7 @@ static void *completion_thread(void *arg)
 
 		/* Slots freed above go to the backlog first, in order. */
 		pthread_mutex_lock(&ud->lock);
-		while (ud->free && (bio = bio_list_pop(&ud->backlog)))
-			start(ud, bio, &done);
+		drain_backlog(ud, &done);
 		pthread_mutex_unlock(&ud->lock);
 		end_all(ud, &done);
 	}
@@ -654,9 +660,17 @@ static void uring_submit_bio(struct bio *bio)
 	if (!bio)
 		return;
 	bio_list_init(&done);
-	/* The completion thread cannot take poll_lock under lock, and
-	 * nothing there may wait for a bio anyway. */
-	if (completing == ud)
+	/*
+	 * On a completion thread, of this disk or of any other io_uring disk,
+	 * nothing may wait for a slot: this disk's own thread is what frees
+	 * them, and two disks' threads each submitting to the other (a stripe
+	 * sending a REQ_PREFLUSH write's data on when the flushes end, a copy
+	 * from one disk to another) would each wait for the other for ever.
+	 * Such bios go to the backlog when every slot is busy, and are not
+	 * polled (the completion thread cannot take poll_lock under lock, and
+	 * must not wait for a poll either).
+	 */
+	if (completing)
 		bio_clear_polled(bio);
 	if (bio->bi_opf & REQ_POLLED) {
 		submit_polled(ud, bio);
@@ -664,15 +678,22 @@ static void uring_submit_bio(struct bio *bio)
 	}
 	pthread_mutex_lock(&ud->lock);
 	ud->nr_bios++;
-	if (completing == ud) {
+	if (completing) {
 		if (!ud->free || !bio_list_empty(&ud->backlog))
 			bio_list_add(&ud->backlog, bio);
 		else
 			start(ud, bio, &done);
+		/* This disk's own thread sends what it prepared at the top of
+		 * its loop; another disk's thread must send it, since this
+		 * disk's may be asleep with nothing else in flight. */
+		if (completing != ud)
+			flush_deferred(ud);
 	} else {
 		while (!ud->free)
 			pthread_cond_wait(&ud->cond, &ud->lock);
 		start(ud, bio, &done);
+		/* A bio with nothing to do gave its slot straight back. */
+		drain_backlog(ud, &done);
 		flush_deferred(ud);
 	}
 	pthread_mutex_unlock(&ud->lock);

@@ -659,8 +659,10 @@ BVEC_API struct gendisk *bvec_file_disk_create(int fd, const struct queue_limits
  * thread.  submit_bio() returns once the bio is queued; when all
  * @queue_depth slots are busy it waits for one rather than failing.  Each
  * bio's bi_end_io runs later on the completion thread (never inside
- * submit_bio()), which may submit more bios from there; those never wait
- * (they queue in the disk when it is full).  submit_bio() is safe from any
+ * submit_bio()), which may submit more bios from there, to this disk or to
+ * another io_uring disk; those never wait (they queue in the disk when it
+ * is full), so two disks whose bi_end_io submit to each other cannot each
+ * wait for the other.  submit_bio() is safe from any
  * number of threads at once (one lock guards the submission ring); do not
  * call submit_bio_wait() from a bi_end_io of this disk, since the
  * completion thread is the one it would wait for.  The bio's own bi_iter
@@ -694,7 +696,8 @@ BVEC_API struct gendisk *bvec_file_disk_create(int fd, const struct queue_limits
  * that finds nothing completed but I/O in flight sleeps in io_uring_enter()
  * until a completion arrives, unless BLK_POLL_ONESHOT.  One thread polls at
  * a time.  Polled bios never use registered buffers; one submitted from a
- * bi_end_io of this disk completes the ordinary way (REQ_POLLED cleared).
+ * bi_end_io on an io_uring disk's completion thread completes the ordinary
+ * way (REQ_POLLED cleared).
  * A polled bio nobody polls is reaped by put_disk(), which must not be called
  * from a polled bio's bi_end_io (it would wait for that very bio).
  *

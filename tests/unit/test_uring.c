@@ -1116,6 +1116,213 @@ START_TEST(test_backlog_after_poll)
 }
 END_TEST
 
+/*
+ * Two disks, one slot each, whose bi_end_io submit to the other disk: the
+ * first bio of each holds its completion thread until the other disk's
+ * slot has been taken again, then both submit at once.  Neither thread may
+ * wait for the other disk's slot, which only the other (waiting) thread
+ * would free: the bios go to the backlog and every one ends.
+ */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned int entered, ended;
+	bool go;
+	struct gendisk *disk[2];
+	unsigned char buf[4][4096];
+} cross = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+static void cross_last_end(struct bio *bio)
+{
+	pthread_mutex_lock(&cross.lock);
+	if (!bio->bi_status)
+		cross.ended++;
+	pthread_cond_broadcast(&cross.cond);
+	pthread_mutex_unlock(&cross.lock);
+	bio_put(bio);
+}
+
+static struct bio *cross_bio(unsigned int d, unsigned int b, void (*end)(struct bio *))
+{
+	struct bio *bio = bio_alloc(cross.disk[d]->part0, 1, REQ_OP_READ, GFP_KERNEL);
+
+	bio_add_virt(bio, cross.buf[b], 4096);
+	bio->bi_iter.bi_sector = (sector_t)b * 8;
+	bio->bi_private = (void *)(uintptr_t)d;
+	bio->bi_end_io = end;
+	return bio;
+}
+
+static void cross_first_end(struct bio *bio)
+{
+	unsigned int d = (unsigned int)(uintptr_t)bio->bi_private;
+
+	bio_put(bio);
+	pthread_mutex_lock(&cross.lock);
+	cross.entered++;
+	pthread_cond_broadcast(&cross.cond);
+	while (!cross.go)
+		pthread_cond_wait(&cross.cond, &cross.lock);
+	pthread_mutex_unlock(&cross.lock);
+	/* To the other disk, whose only slot is taken. */
+	submit_bio(cross_bio(!d, 2 + d, cross_last_end));
+}
+
+START_TEST(test_end_io_submits_to_other_disk)
+{
+	int fd[2] = { temp_file(65536, -1), temp_file(65536, -1) };
+	struct timespec deadline;
+	unsigned int d, i;
+
+	cross.entered = cross.ended = 0;
+	cross.go = false;
+	for (d = 0; d < 2; d++) {
+		cross.disk[d] = bvec_uring_disk_create(fd[d], NULL, 1);
+		ck_assert_ptr_nonnull(cross.disk[d]);
+	}
+	for (d = 0; d < 2; d++) {
+		submit_bio(cross_bio(d, d, cross_first_end));
+		pthread_mutex_lock(&cross.lock);
+		while (cross.entered < d + 1)
+			pthread_cond_wait(&cross.cond, &cross.lock);
+		pthread_mutex_unlock(&cross.lock);
+		/* The slot its first bio left: taken by a bio whose CQE the
+		 * held completion thread cannot reap. */
+		submit_bio(cross_bio(d, d, cross_last_end));
+	}
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 5;
+	pthread_mutex_lock(&cross.lock);
+	cross.go = true;
+	pthread_cond_broadcast(&cross.cond);
+	while (cross.ended < 4 &&
+	       pthread_cond_timedwait(&cross.cond, &cross.lock, &deadline) != ETIMEDOUT)
+		;
+	ck_assert_msg(cross.ended == 4, "%u of 4 bios ended in 5 s", cross.ended);
+	pthread_mutex_unlock(&cross.lock);
+	for (d = 0; d < 2; d++) {
+		put_disk(cross.disk[d]);
+		close(fd[d]);
+	}
+	for (i = 0; i < 4; i++)
+		check_range(cross.buf[i], (uint64_t)i * 4096, 4096, false);
+}
+END_TEST
+
+/*
+ * A stripe over two io_uring disks, each one slot deep, with REQ_PREFLUSH
+ * writes from several threads: the end of the children's flushes sends
+ * the data on from a completion thread, to its own disk and to the other.
+ * Two completion threads each waiting for a slot of the other's disk would
+ * wait for ever; every write must end, once, with its data in place.
+ */
+struct flush_writes {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned int ended, bad;
+};
+
+static void flush_write_end(struct bio *bio)
+{
+	struct flush_writes *fw = bio->bi_private;
+
+	pthread_mutex_lock(&fw->lock);
+	fw->ended++;
+	if (bio->bi_status)
+		fw->bad++;
+	pthread_cond_broadcast(&fw->cond);
+	pthread_mutex_unlock(&fw->lock);
+	bio_put(bio);
+}
+
+#define FW_THREADS 4
+
+static struct {
+	struct gendisk *s;
+	unsigned char *mem;
+	unsigned int per_thread;
+	struct flush_writes fw;
+} fws;
+
+static void *flush_writer(void *p)
+{
+	unsigned int id = (unsigned int)(uintptr_t)p, i;
+
+	for (i = 0; i < fws.per_thread; i++) {
+		/* Two chunks (one per child) of the thread's own 8 slots. */
+		unsigned int slot = id * 8 + i % 8;
+		struct bio *bio = bio_alloc(fws.s->part0, 1,
+					    REQ_OP_WRITE | REQ_PREFLUSH | (i & 1 ? REQ_FUA : 0),
+					    GFP_KERNEL);
+
+		bio_add_virt(bio, fws.mem + (size_t)slot * 8192, 8192);
+		bio->bi_iter.bi_sector = (sector_t)slot * 16;
+		bio->bi_private = &fws.fw;
+		bio->bi_end_io = flush_write_end;
+		submit_bio(bio);
+	}
+	return NULL;
+}
+
+START_TEST(test_stripe_preflush_over_rings)
+{
+	const size_t bytes = FW_THREADS * 8 * 8192;
+	int fd[2] = { temp_file(bytes / 2, -1), temp_file(bytes / 2, -1) };
+	struct gendisk *children[2];
+	pthread_t th[FW_THREADS];
+	struct timespec deadline;
+	unsigned char *back = malloc(bytes / 2);
+	unsigned int i, total;
+	size_t k;
+
+	for (i = 0; i < 2; i++) {
+		children[i] = bvec_uring_disk_create(fd[i], NULL, 1);
+		ck_assert_ptr_nonnull(children[i]);
+	}
+	fws.s = bvec_stripe_create(children, 2, 8);
+	ck_assert_ptr_nonnull(fws.s);
+	fws.mem = malloc(bytes);
+	for (k = 0; k < bytes; k++)
+		fws.mem[k] = pat_new(k);
+	fws.per_thread = test_scale(400);
+	total = FW_THREADS * fws.per_thread;
+	memset(&fws.fw, 0, sizeof(fws.fw));
+	pthread_mutex_init(&fws.fw.lock, NULL);
+	pthread_cond_init(&fws.fw.cond, NULL);
+	for (i = 0; i < FW_THREADS; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, flush_writer,
+						(void *)(uintptr_t)i), 0);
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 60;
+	pthread_mutex_lock(&fws.fw.lock);
+	while (fws.fw.ended < total &&
+	       pthread_cond_timedwait(&fws.fw.cond, &fws.fw.lock, &deadline) != ETIMEDOUT)
+		;
+	ck_assert_msg(fws.fw.ended == total, "%u of %u writes ended in 60 s",
+		      fws.fw.ended, total);
+	pthread_mutex_unlock(&fws.fw.lock);
+	for (i = 0; i < FW_THREADS; i++)
+		pthread_join(th[i], NULL);
+	ck_assert_uint_eq(fws.fw.bad, 0);
+	put_disk(fws.s);
+	/* Chunk c (4 KiB) is on child c % 2 at c / 2 chunks. */
+	for (i = 0; i < 2; i++) {
+		put_disk(children[i]);
+		ck_assert_int_eq(pread(fd[i], back, bytes / 2, 0), (ssize_t)(bytes / 2));
+		for (k = 0; k < bytes / 2; k++) {
+			size_t c = k / 4096 * 2 + i;
+
+			ck_assert_uint_eq(back[k], pat_new(c * 4096 + k % 4096));
+		}
+		close(fd[i]);
+	}
+	pthread_cond_destroy(&fws.fw.cond);
+	pthread_mutex_destroy(&fws.fw.lock);
+	free(fws.mem);
+	free(back);
+}
+END_TEST
+
 /* Threads waiting for polled bios at once: each may reap the others'. */
 static void *polled_waiter(void *p)
 {
@@ -1180,6 +1387,8 @@ int main(void)
 		test_threads_submit_at_once,
 		test_threads_poll_at_once,
 		test_backlog_after_poll,
+		test_end_io_submits_to_other_disk,
+		test_stripe_preflush_over_rings,
 		NULL
 	};
 	const struct test_group groups[] = {
