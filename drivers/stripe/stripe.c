@@ -176,10 +176,22 @@ struct gendisk *bvec_stripe_create(struct gendisk *const *children, unsigned int
 		return NULL;
 	}
 	blk_set_stacking_limits(&lim); /* it splits for itself */
-	/* A write cache in any child makes the stripe's flushes matter. */
-	for (i = 0; i < n; i++)
-		lim.features |= children[i]->limits.features &
-				(BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA);
+	for (i = 0; i < n; i++) {
+		const struct queue_limits *cl = &children[i]->limits;
+
+		/* A write cache in any child makes the stripe's flushes matter. */
+		lim.features |= cl->features & (BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA);
+		/*
+		 * The largest block of any child, as blk_stack_limits() takes
+		 * it: a bio the stripe took at a finer size would be cut into
+		 * pieces some child refuses after others were written, where
+		 * submit_bio() refuses it whole, with nothing written.
+		 */
+		if (cl->logical_block_size > lim.logical_block_size)
+			lim.logical_block_size = cl->logical_block_size;
+		if (cl->physical_block_size > lim.physical_block_size)
+			lim.physical_block_size = cl->physical_block_size;
+	}
 	disk = blk_alloc_disk(&lim, -1);
 	if (!disk) {
 		bioset_exit(&s->bs);

@@ -7,7 +7,9 @@
  * bio_split(), the pieces are chained to the original with bio_chain() and
  * remapped to their child, and the original completes once, with the first
  * error, after every piece.  A flush (REQ_PREFLUSH) goes to every child
- * before the data.  The stripe has a write cache if any child has one.
+ * before the data, which is sent once every child's flush has completed.
+ * The stripe has a write cache if any child has one, and the largest
+ * logical and physical block size of its children.
  *
  * Built into libbvec (drivers/stripe/): any disk of the device model can be
  * a child, the zram devices of libzpool included, and stripes stack.

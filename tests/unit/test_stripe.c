@@ -314,6 +314,56 @@ START_TEST(test_preflush_before_data)
 }
 END_TEST
 
+static unsigned int lbs_writes;
+
+static void count_submit(struct bio *bio)
+{
+	lbs_writes++;
+	bio_endio(bio);
+}
+
+static const struct block_device_operations count_ops = { .submit_bio = count_submit };
+
+/*
+ * Children of 4 KiB logical blocks: the stripe's blocks are as large, so
+ * a write its children would refuse is refused whole, before any piece of
+ * it is written; a 4 KiB piece beside a 512-byte one must not land.
+ */
+START_TEST(test_block_size_stacks)
+{
+	struct queue_limits lim;
+	struct gendisk *children[2];
+	unsigned char *buf = calloc(1, 3 * CHUNK_SECTORS * 512);
+	struct gendisk *s;
+	unsigned int i;
+
+	memset(&lim, 0, sizeof(lim));
+	lim.logical_block_size = 4096;
+	for (i = 0; i < 2; i++) {
+		children[i] = blk_alloc_disk(&lim, -1);
+		ck_assert_ptr_nonnull(children[i]);
+		children[i]->fops = &count_ops;
+		set_capacity(children[i], 64 * CHUNK_SECTORS);
+	}
+	s = bvec_stripe_create(children, 2, CHUNK_SECTORS);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_uint_eq(bdev_logical_block_size(s->part0), 4096);
+	ck_assert_uint_ge(s->limits.physical_block_size, 4096);
+	lbs_writes = 0;
+	/* A chunk and 512 bytes: the chunk's piece would be written alone. */
+	ck_assert_int_eq(io(s, REQ_OP_WRITE, 0, buf, CHUNK_SECTORS * 512 + 512), -EIO);
+	ck_assert_uint_eq(lbs_writes, 0);
+	ck_assert_int_eq(io(s, REQ_OP_WRITE, 512, buf, 4096), -EIO);
+	ck_assert_uint_eq(lbs_writes, 0);
+	ck_assert_int_eq(io(s, REQ_OP_WRITE, 0, buf, CHUNK_SECTORS * 512 + 4096), 0);
+	ck_assert_uint_eq(lbs_writes, 2);
+	put_disk(s);
+	for (i = 0; i < 2; i++)
+		put_disk(children[i]);
+	free(buf);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *const raid0[] = {
@@ -322,6 +372,7 @@ int main(void)
 		test_over_files,
 		test_first_error_reaches_parent,
 		test_preflush_before_data,
+		test_block_size_stacks,
 		NULL
 	};
 	const struct test_group groups[] = {
