@@ -566,6 +566,42 @@ static int set_algorithms(struct zram *z)
 }
 
 /*
+ * stats=FILE is written from the background, where an error goes to a log
+ * the user may never read: so what would fail there is tried here.  The
+ * file is replaced by renaming FILE.tmp over it, which needs a directory
+ * that takes a new file and a FILE that is not a directory.
+ */
+static int check_stats_path(void)
+{
+	size_t n = strlen(zp.stats_path) + 5;
+	struct stat st;
+	char *tmp;
+	FILE *f;
+
+	if (!stat(zp.stats_path, &st) && S_ISDIR(st.st_mode)) {
+		errno = EISDIR;
+		nbdkit_error("stats: cannot write %s: %m", zp.stats_path);
+		return -1;
+	}
+	tmp = malloc(n);
+	if (!tmp) {
+		nbdkit_error("stats: %m");
+		return -1;
+	}
+	snprintf(tmp, n, "%s.tmp", zp.stats_path);
+	f = fopen(tmp, "we");
+	if (!f) {
+		nbdkit_error("stats: cannot write %s: %m", zp.stats_path);
+		free(tmp);
+		return -1;
+	}
+	fclose(f);
+	remove(tmp);
+	free(tmp);
+	return 0;
+}
+
+/*
  * The devices are made after nbdkit forks (into the background, or to run
  * --run's command), in the process that serves: made before, they would be
  * copied into a process that exits without unloading the plugin.  Here, in
@@ -578,6 +614,8 @@ static int on_get_ready(void)
 	struct zram_config cfg = ZRAM_CONFIG_INIT;
 	struct zram *z;
 
+	if (zp.stats_path && check_stats_path())
+		return -1;
 	device_config(&cfg);
 	z = zram_create(&cfg);
 	if (!z) {

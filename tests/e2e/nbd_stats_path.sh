@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# stats=FILE that cannot be written is a bad parameter like any other: one
+# "nbdkit: error:" line and a non-zero exit before anything is served, not
+# a disk served with an error logged every second from the background.
+# FILE is replaced by renaming FILE.tmp over it, so its directory must
+# take a new file and FILE must not be a directory.
+. "$(dirname "$0")/nbd_lib.sh"
+
+# refused MESSAGE PARAMS...: nbdkit exits non-zero, printing only MESSAGE.
+refused() {
+	local want=$1 status
+	shift
+	rm -f "$WORK/served"
+	set +e
+	LD_PRELOAD=$SAN_PRELOAD timeout 20 nbdkit -U - --run "touch '$WORK/served'; sleep 2" \
+		"$PLUGIN" "$@" >"$WORK/out" 2>"$WORK/err"
+	status=$?
+	set -e
+	[ "$status" != 0 ] || fail "'$*' was accepted ($(wc -l <"$WORK/err") lines of errors)"
+	[ ! -e "$WORK/served" ] || fail "'$*' served"
+	[ "$(wc -l <"$WORK/err")" = 1 ] || fail "'$*' printed: $(cat "$WORK/err")"
+	[ "$(cat "$WORK/err")" = "nbdkit: error: $want" ] ||
+		fail "'$*' said '$(cat "$WORK/err")', not '$want'"
+	echo "$* -> $want"
+}
+refused "stats: cannot write $WORK/none/stats: No such file or directory" \
+	size=64M stats="$WORK/none/stats"
+mkdir "$WORK/dir"
+refused "stats: cannot write $WORK/dir: Is a directory" size=64M stats="$WORK/dir"
+if [ "$(id -u)" != 0 ]; then
+	mkdir "$WORK/ro" && chmod 555 "$WORK/ro"
+	refused "stats: cannot write $WORK/ro/stats: Permission denied" \
+		size=64M stats="$WORK/ro/stats"
+fi
+
+# A writable path is served, and the file holds the statistics by the end;
+# no FILE.tmp is left behind by the check at start.
+LD_PRELOAD=$SAN_PRELOAD timeout 20 nbdkit -U - --run 'nbdinfo --size "$uri" >/dev/null' \
+	"$PLUGIN" size=64M stats="$WORK/ok" || fail "stats=$WORK/ok was refused"
+grep -q '^mm_stat ' "$WORK/ok" || fail "stats=$WORK/ok holds no mm_stat line"
+[ ! -e "$WORK/ok.tmp" ] || fail "$WORK/ok.tmp was left behind"
+echo "stats=$WORK/ok served, and written"
