@@ -41,3 +41,25 @@ LD_PRELOAD=$SAN_PRELOAD timeout 20 nbdkit -U - --run 'nbdinfo --size "$uri" >/de
 grep -q '^mm_stat ' "$WORK/ok" || fail "stats=$WORK/ok holds no mm_stat line"
 [ ! -e "$WORK/ok.tmp" ] || fail "$WORK/ok.tmp was left behind"
 echo "stats=$WORK/ok served, and written"
+
+# A FILE that stops being writable while nbdkit serves (its directory
+# removed, a full disk) is reported once, not every second for as long as
+# it lasts; the file is written again once it can be.
+mkdir "$WORK/sub"
+nbd_start size=64M stats="$WORK/sub/stats" 2>"$WORK/log"
+for i in $(seq 40); do [ -f "$WORK/sub/stats" ] && break; sleep 0.1; done
+[ -f "$WORK/sub/stats" ] || fail "$WORK/sub/stats was not written"
+rm -rf "$WORK/sub"
+# A change each half second for 4 s: the statistics differ at every pass.
+for i in $(seq 8); do
+	qemu-io -f raw -c "write -P $i $((i * 1048576)) 1M" "$URI" >/dev/null
+	sleep 0.5
+done
+n=$(grep -c "stats: cannot write" "$WORK/log" || true)
+[ "$n" = 1 ] || fail "a stats file that could not be written was reported $n times in 4 s: $(cat "$WORK/log")"
+mkdir "$WORK/sub"
+qemu-io -f raw -c "write -P 9 0 1M" "$URI" >/dev/null
+for i in $(seq 40); do [ -f "$WORK/sub/stats" ] && break; sleep 0.1; done
+[ -f "$WORK/sub/stats" ] || fail "$WORK/sub/stats was not written again once it could be"
+nbd_stop || fail "nbdkit did not stop cleanly"
+echo "a stats file that went away was reported once, and written again when it could be"

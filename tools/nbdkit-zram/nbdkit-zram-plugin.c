@@ -88,6 +88,7 @@ static struct {
 	struct gendisk *backing;
 	int wb_last_err;	/* reported once until it changes */
 	int recomp_last_err;	/* likewise */
+	int stats_last_err;	/* likewise, under stats_lock */
 	/*
 	 * Held for writing across a read-modify-write of partial sectors, for
 	 * reading by every other request that changes the disk: a sector's
@@ -695,11 +696,15 @@ static void stats_text(char *buf, size_t len)
  * A reader sees the old file or the new one, never half of one: the text
  * goes to FILE.tmp, which is then renamed over FILE.  Unchanged statistics
  * are not rewritten, except at exit (@always): the file is then written
- * whatever became of it meanwhile.  Called with stats_lock held.
+ * whatever became of it meanwhile.  A failure is retried each second (the
+ * directory may come back) but logged once until the outcome changes: a
+ * file that stays unwritable would otherwise fill the log at a line a
+ * second.  Called with stats_lock held.
  */
 static void stats_write(bool always)
 {
 	char text[sizeof(zp.stats_last)], *tmp;
+	int err = 0;
 	size_t n;
 	FILE *f;
 
@@ -711,14 +716,29 @@ static void stats_write(bool always)
 	if (!tmp)
 		return;
 	snprintf(tmp, n, "%s.tmp", zp.stats_path);
+	/* The first failure's errno is the one reported; a FILE is always closed. */
 	f = fopen(tmp, "we");
-	if (f && fputs(text, f) >= 0 && !fclose(f) && !rename(tmp, zp.stats_path)) {
+	if (!f)
+		err = errno;
+	else if (fputs(text, f) < 0)
+		err = errno;
+	if (f && fclose(f) && !err)
+		err = errno;
+	if (f && !err && rename(tmp, zp.stats_path))
+		err = errno;
+	if (!err) {
 		strcpy(zp.stats_last, text);
+		if (zp.stats_last_err)
+			nbdkit_debug("stats: %s written again", zp.stats_path);
 	} else {
-		nbdkit_error("stats: cannot write %s: %m", zp.stats_path);
 		if (f)
 			remove(tmp);
+		if (err != zp.stats_last_err) {
+			errno = err;
+			nbdkit_error("stats: cannot write %s: %m", zp.stats_path);
+		}
 	}
+	zp.stats_last_err = err;
 	free(tmp);
 }
 
