@@ -1044,12 +1044,22 @@ static int submit_change(blk_opf_t op, uint64_t off, void *buf, uint32_t len)
 	return ret;
 }
 
+static bool all_zero(const unsigned char *p, size_t len)
+{
+	return !len || (!p[0] && !memcmp(p, p + 1, len - 1));
+}
+
 /*
  * Bytes not on sector boundaries: the sectors around them are read into a
  * bounce buffer, patched and written back, alone: a write of the same
  * sectors between the read and the write back would be undone, and so
- * would another partial write's bytes.  @src NULL writes zeroes.  Rare:
- * every client this was tried with sends whole sectors.
+ * would another partial write's bytes.  @src NULL writes zeroes, for a
+ * zero that may punch holes, and not at all where the bytes are zero
+ * already: as zram's WRITE_ZEROES, which finds them so before it stores
+ * anything.  Written back, they would make a page never written allocated
+ * zeroes instead of a hole, and store a page of data again, which
+ * mem_limit may refuse, for a request that changes nothing.  Rare: every
+ * client this was tried with sends whole sectors.
  */
 static int partial(void *dst, const void *src, uint32_t len, uint64_t off, blk_opf_t flags)
 {
@@ -1068,7 +1078,7 @@ static int partial(void *dst, const void *src, uint32_t len, uint64_t off, blk_o
 	ret = submit(REQ_OP_READ, first, bounce, (uint32_t)span);
 	if (!ret && dst) {
 		memcpy(dst, bounce + (off - first), len);
-	} else if (!ret) {
+	} else if (!ret && (src || !all_zero(bounce + (off - first), len))) {
 		if (src)
 			memcpy(bounce + (off - first), src, len);
 		else

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# A zero with holes allowed (no NBD_CMD_FLAG_NO_HOLE) of bytes that are not
+# whole sectors is a read-modify-write of their sectors in the plugin.
+# Where those bytes read as zeroes already it must change nothing, as
+# zram's own WRITE_ZEROES changes nothing there: a page never written stays
+# a hole in block status, and at mem_limit, where storing a page again can
+# be refused, the request still succeeds.
+. "$(dirname "$0")/nbd_lib.sh"
+
+[ -n "$PY" ] || skip "no Python libnbd bindings (Debian: python3-libnbd)"
+
+nbd_start size=64M mem_limit=2M 2> >(grep --line-buffered -v ': I/O error$' >&2)
+"$PY" - "$URI" <<'PY'
+import nbd, random, sys
+
+PAGE = 4096
+rng = random.Random(1)
+h = nbd.NBD()
+h.add_meta_context(nbd.CONTEXT_BASE_ALLOCATION)
+h.set_strict_mode(h.get_strict_mode() & ~nbd.STRICT_ALIGN)
+h.connect_uri(sys.argv[1])
+SIZE = h.get_size()
+
+def page_type(off):
+    got = []
+    h.block_status(PAGE, off, lambda ctx, o, e, err: got.append((ctx, e)) or 0,
+                   nbd.CMD_FLAG_REQ_ONE)
+    return [e for c, e in got if c == nbd.CONTEXT_BASE_ALLOCATION][0][1]
+
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+# 1. Pages never written: zeroing part of a sector of one leaves a hole.
+for i, (at, n) in enumerate([(1000, 100), (4000, 96), (10, 300), (511, 2)]):
+    page = (1000 + 2 * i) * PAGE
+    h.zero(n, page + at)
+    t = page_type(page)
+    if t != nbd.STATE_HOLE | nbd.STATE_ZERO:
+        fail(f"zeroing {n} bytes at {at} of a page never written made it "
+             f"{'allocated zeroes' if t == nbd.STATE_ZERO else t}, not a hole")
+print("a page never written stays a hole after a zero of part of a sector")
+
+# 2. At mem_limit: pages of data with zero bytes in them, then the pool
+# filled until writes are refused; zeroing those zero bytes must succeed.
+pages = [(100 + i) * PAGE for i in range(16)]
+for p in pages:
+    h.pwrite(rng.randbytes(PAGE // 2) + bytes(PAGE // 2), p)
+off, refused = 1 << 20, 0
+for n in (PAGE, 2048, 1024, 512, 256):
+    misses = 0
+    while off < SIZE // 2 and misses < 20:
+        try:
+            h.pwrite(rng.randbytes(n) + bytes(PAGE - n), off)
+        except nbd.Error:
+            misses += 1
+            refused += 1
+        off += PAGE
+if not refused:
+    fail("mem_limit refused no write: the pool was never full")
+before = [h.pread(PAGE, p) for p in pages]
+errors = []
+for i, p in enumerate(pages):
+    at = PAGE // 2 + rng.randrange(PAGE // 2 - 600)
+    n = rng.randint(1, 600)
+    if at % 512 == 0 and n % 512 == 0:
+        n += 1
+    try:
+        h.zero(n, p + at)
+    except nbd.Error as e:
+        errors.append(f"{n} bytes at {p + at}: {e}")
+for p, b in zip(pages, before):
+    if h.pread(PAGE, p) != b:
+        fail(f"the page at {p} changed")
+if errors:
+    fail(f"{len(errors)} of {len(pages)} zeroes of bytes already zero were refused at "
+         f"mem_limit, e.g. {errors[0]}")
+print(f"at mem_limit ({refused} writes refused), {len(pages)} zeroes of bytes already "
+      "zero succeeded and changed nothing")
+h.shutdown()
+PY
+nbd_stop || fail "nbdkit did not stop cleanly"
