@@ -132,6 +132,46 @@ static const char *err_str(int err)
 	return blk_status_to_str(errno_to_blk_status(err));
 }
 
+/*
+ * Words for the errors writing and renaming a file meets, for the same
+ * reason, where the block layer's would say only "I/O": the housekeeping
+ * thread's stats= file.  Others get err_str()'s.
+ */
+static const char *file_err_str(int err)
+{
+	switch (err) {
+	case ENOENT:
+		return "No such file or directory";
+	case ENOTDIR:
+		return "Not a directory";
+	case EISDIR:
+		return "Is a directory";
+	case EACCES:
+		return "Permission denied";
+	case EPERM:
+		return "Operation not permitted";
+	case EROFS:
+		return "Read-only file system";
+	case ENOSPC:
+		return "No space left on device";
+	case EDQUOT:
+		return "Disk quota exceeded";
+	case EIO:
+		return "Input/output error";
+	case ENAMETOOLONG:
+		return "File name too long";
+	case ELOOP:
+		return "Too many levels of symbolic links";
+	case EMFILE:
+	case ENFILE:
+		return "Too many open files";
+	case EBUSY:
+		return "Device or resource busy";
+	default:
+		return err_str(err);
+	}
+}
+
 /* ---- configuration ---- */
 
 /* Names a parameter takes: an array's length, "none", and no such name. */
@@ -733,10 +773,9 @@ static void stats_write(bool always)
 	} else {
 		if (f)
 			remove(tmp);
-		if (err != zp.stats_last_err) {
-			errno = err;
-			nbdkit_error("stats: cannot write %s: %m", zp.stats_path);
-		}
+		if (err != zp.stats_last_err)
+			nbdkit_error("stats: cannot write %s: %s", zp.stats_path,
+				     file_err_str(err));
 	}
 	zp.stats_last_err = err;
 	free(tmp);
