@@ -36,8 +36,9 @@ fi
 
 # A writable path is served, and the file holds the statistics by the end;
 # no FILE.tmp is left behind by the check at start.
-LD_PRELOAD=$SAN_PRELOAD timeout 20 nbdkit -U - --run 'nbdinfo --size "$uri" >/dev/null' \
-	"$PLUGIN" size=64M stats="$WORK/ok" || fail "stats=$WORK/ok was refused"
+nbd_start size=64M stats="$WORK/ok"
+nbdinfo --size "$URI" >/dev/null || fail "stats=$WORK/ok was not served"
+nbd_stop || fail "nbdkit did not stop cleanly"
 grep -q '^mm_stat ' "$WORK/ok" || fail "stats=$WORK/ok holds no mm_stat line"
 [ ! -e "$WORK/ok.tmp" ] || fail "$WORK/ok.tmp was left behind"
 echo "stats=$WORK/ok served, and written"
