@@ -8,8 +8,12 @@
  */
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <linux/fs.h> /* BLKGETSIZE64 */
+#endif
 
 #include "bvec/internal.h"
 #include "bvec/os.h"
@@ -137,6 +141,20 @@ static void file_free_disk(struct gendisk *disk)
 	bvec__os_free(NULL, disk->private_data, sizeof(struct file_disk));
 }
 
+/* A block device's st_size is 0: its size is the kernel's to tell. */
+static sector_t fd_sectors(int fd, const struct stat *st)
+{
+#ifdef BLKGETSIZE64
+	uint64_t bytes;
+
+	if (S_ISBLK(st->st_mode) && !ioctl(fd, BLKGETSIZE64, &bytes))
+		return (sector_t)(bytes >> BVEC_SECTOR_SHIFT);
+#else
+	(void)fd;
+#endif
+	return (sector_t)st->st_size >> BVEC_SECTOR_SHIFT;
+}
+
 static const struct block_device_operations file_fops = {
 	.submit_bio = file_submit_bio,
 	.free_disk = file_free_disk,
@@ -173,6 +191,6 @@ struct gendisk *bvec_file_disk_create(int fd, const struct queue_limits *lim)
 	disk->fops = &file_fops;
 	disk->private_data = fdisk;
 	strncpy(disk->disk_name, "file", sizeof(disk->disk_name) - 1);
-	set_capacity(disk, (sector_t)st.st_size >> BVEC_SECTOR_SHIFT);
+	set_capacity(disk, fd_sectors(fd, &st));
 	return disk;
 }

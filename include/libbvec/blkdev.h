@@ -639,7 +639,8 @@ BVEC_API int bvec_bio_iovec_count(const struct bio *bio, struct bvec_iter iter);
  * copy), FLUSH and REQ_PREFLUSH/REQ_FUA become fdatasync(), DISCARD punches
  * a hole, WRITE_ZEROES zeroes the range (punching a hole where zeroing is
  * not supported).  Bios complete before submit_bio() returns.  The capacity
- * is the file's size at creation, in whole sectors.  Free with put_disk().
+ * is the file's size at creation, in whole sectors; a block device's, as
+ * the kernel reports it (BLKGETSIZE64).  Free with put_disk().
  *
  * Return: the disk, or NULL with errno EINVAL (bad @fd or limits) or ENOMEM.
  */

@@ -35,11 +35,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <linux/fs.h> /* BLKGETSIZE64 */
 
 #include <libbvec/stripe.h>
 #include <libbvec/zram.h>
@@ -1101,7 +1099,6 @@ static int open_backing(void)
 {
 	struct stat st;
 	char msg[160];
-	uint64_t bytes;
 	char *real;
 	int ret;
 
@@ -1127,11 +1124,6 @@ static int open_backing(void)
 		zb.backing_dev = real;
 	}
 	zb.backing = bvec_file_disk_create(zb.backing_fd, NULL);
-	if (zb.backing && S_ISBLK(st.st_mode)) {
-		if (ioctl(zb.backing_fd, BLKGETSIZE64, &bytes))
-			bytes = 0;
-		set_capacity(zb.backing, bytes >> BVEC_SECTOR_SHIFT);
-	}
 	ret = zb.backing ? zram_set_backing(zb.zram[0], zb.backing) : -errno;
 	if (ret) {
 		snprintf(msg, sizeof(msg), "cannot use backing_dev (%s): %s",
