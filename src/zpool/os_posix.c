@@ -193,6 +193,31 @@ struct mmap_source {
 	size_t nchunks, chunks_cap;
 };
 
+/*
+ * A chunk aligned to BVEC_PAGE_SIZE, as the page source contract asks (a
+ * zspage descriptor finds its slab page by masking its address).  mmap()
+ * aligns only to the system page: 4 KiB on x86, so with 16 or 64 KiB
+ * pages every run was misaligned wherever the kernel does not happen to
+ * align 2 MiB anonymous maps (before Linux 6.7, under valgrind), and the
+ * first descriptor freed or allocated wrote outside its page.  Map a
+ * page more and unmap the misaligned head and the tail.
+ */
+static void *map_chunk(void)
+{
+	size_t extra = BVEC_PAGE_SIZE, head;
+	unsigned char *c = mmap(NULL, CHUNK_BYTES + extra, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (c == MAP_FAILED)
+		return NULL;
+	head = (BVEC_PAGE_SIZE - (uintptr_t)c % BVEC_PAGE_SIZE) % BVEC_PAGE_SIZE;
+	if (head)
+		munmap(c, head);
+	if (extra - head)
+		munmap(c + head + CHUNK_BYTES, extra - head);
+	return c + head;
+}
+
 /* Room for one more run in @st, before that run is carved. */
 static bool reserve_run(struct run_stack *st)
 {
@@ -236,9 +261,8 @@ static void *mmap_alloc(void *ctx, size_t bytes)
 			ms->chunks = n;
 			ms->chunks_cap = cap;
 		}
-		c = mmap(NULL, CHUNK_BYTES, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (c == MAP_FAILED)
+		c = map_chunk();
+		if (!c)
 			goto out;
 #ifdef MADV_NOHUGEPAGE
 		madvise(c, CHUNK_BYTES, MADV_NOHUGEPAGE);
