@@ -300,7 +300,8 @@ BVEC_API int zpool_load_pages(struct zpool *pool, const zpool_handle_t *handles,
  *
  * Return: 0; -EINVAL for a handle that is not in use; -EIO if the object is
  * corrupt (checksum mismatch or undecodable), in which case @page holds no
- * data from it.
+ * data from it (it is left alone on a checksum mismatch, zeroed if decoding
+ * had begun).
  */
 BVEC_API int zpool_load(struct zpool *pool, zpool_handle_t handle, void *page);
 

@@ -824,6 +824,14 @@ static int load_obj(struct zpool *pool, zpool_handle_t handle, void *dst, size_t
 	} else {
 		ret = zpool__decompress(pool->comp, src, len, dst, bytes);
 	}
+	/*
+	 * lz4 and zstd decode into @dst and find a broken stream only where
+	 * it breaks, leaving what came before: clear it, since an -EIO page
+	 * holds no data from the object (without checksums the first bytes
+	 * of a corrupt object are as suspect as the rest).
+	 */
+	if (ret == -EIO && !c->huge)
+		memset(dst, 0, bytes);
 out:
 	zpool__rw_unlock(c->lock);
 	return ret;

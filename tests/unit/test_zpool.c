@@ -435,6 +435,48 @@ START_TEST(test_corrupt_without_checksum)
 }
 END_TEST
 
+/*
+ * An object that fails to decode leaves nothing of itself in the page:
+ * lz4 and zstd write what they decoded before they find the error, and
+ * zpool_load() promises that an -EIO page holds no data from the object.
+ */
+START_TEST(test_undecodable_leaves_no_data)
+{
+	static const char *const comps[] = { "lz4", "lz4hc", "zstd" };
+	unsigned char page[PG], out[PG];
+	unsigned int c, tried = 0;
+
+	for (c = 0; c < 3; c++) {
+		struct zpool *pool;
+		zpool_handle_t h;
+		size_t len, o, i, leaked = 0;
+		int ret;
+
+		if (!zpool_has_compressor(comps[c]))
+			continue;
+		pool = new_pool(comps[c], 0, NULL);
+		make_page(page, PAGE_TEXT, 11, 0);
+		ck_assert_int_eq(zpool_store(pool, page, &h), 0);
+		len = zpool_obj_size(pool, h);
+		ck_assert_uint_lt(len, PG);
+		/* Break the second half of the stream, so the first decodes. */
+		for (o = len / 2; o < len; o += 7)
+			ck_assert_int_eq(zpool__corrupt(pool, h, o, 0x80), 0);
+		memset(out, 0x5c, PG);
+		ret = zpool_load(pool, h, out);
+		if (ret == -EIO) {
+			tried++;
+			for (i = 0; i < PG; i++)
+				leaked += page[i] && out[i] == page[i];
+			ck_assert_msg(!leaked, "%s: %zu bytes of the object in an -EIO page",
+				      comps[c], leaked);
+		}
+		zpool_destroy(pool);
+	}
+	ck_assert_uint_gt(tried, 0);
+}
+END_TEST
+
 START_TEST(test_page_source_failures)
 {
 	size_t arena_bytes = 2048 * PG;
@@ -923,6 +965,7 @@ int main(void)
 		test_millions_of_objects,
 		test_checksum_detects_corruption,
 		test_corrupt_without_checksum,
+		test_undecodable_leaves_no_data,
 		test_page_source_failures,
 		test_arena_source,
 		test_default_source_aligned,
