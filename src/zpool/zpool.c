@@ -779,6 +779,24 @@ static uint64_t relookup(struct zpool *pool, zpool_handle_t handle, const struct
 	return zp_entry_tag(e) == ZP_TAG_OBJ && pool->classes[zp_entry_class(e)] == c ? e : 0;
 }
 
+/*
+ * Whether the @len bytes of object @src in @zsp of @c match their checksum;
+ * true for a pool without checksums.  With the class lock held.
+ */
+static bool csum_ok(struct zpool *pool, const struct size_class *c, const struct zspage *zsp,
+		    const unsigned char *src, size_t len)
+{
+	uint32_t want;
+
+	if (!(pool->flags & ZPOOL_F_CHECKSUM))
+		return true;
+	if (c->huge)
+		want = zsp->huge_csum;
+	else
+		memcpy(&want, src + len, sizeof(want));
+	return checksum(src, len) == want;
+}
+
 /* The object of @handle decompressed into @bytes at @dst (a raw page is copied). */
 static int load_obj(struct zpool *pool, zpool_handle_t handle, void *dst, size_t bytes)
 {
@@ -802,17 +820,9 @@ static int load_obj(struct zpool *pool, zpool_handle_t handle, void *dst, size_t
 	zsp = zpool__zspage(pool, zp_entry_zspage(e));
 	src = zpool__obj_addr(c, zsp, zp_entry_slot(e));
 	len = zp_entry_obj_len(e);
-	if (pool->flags & ZPOOL_F_CHECKSUM) {
-		uint32_t want;
-
-		if (c->huge)
-			want = zsp->huge_csum;
-		else
-			memcpy(&want, src + len, sizeof(want));
-		if (checksum(src, len) != want) {
-			ret = -EIO;
-			goto out;
-		}
+	if (!csum_ok(pool, c, zsp, src, len)) {
+		ret = -EIO;
+		goto out;
 	}
 	if (c->huge) {
 		ret = bytes == ZP_PAGE_SIZE ? (memcpy(dst, src, ZP_PAGE_SIZE), 0) : -EIO;
@@ -1004,9 +1014,21 @@ static bool free_obj(struct zpool *pool, zpool_handle_t handle)
 	atomic_store_explicit(zpool__table_slot(&pool->handles, (uint32_t)handle), 0,
 			      memory_order_release);
 	zsp = zpool__zspage(pool, zp_entry_zspage(e));
-	if (zp_entry_has_codec(e))
-		codec = (struct zpool__codec *)obj_codec(
-			pool, zpool__obj_addr(c, zsp, zp_entry_slot(e)));
+	/*
+	 * The object's first byte names the codec its reference is on.  A
+	 * corrupt one may name another codec, whose reference would then be
+	 * dropped for an object that never held it: that codec would be
+	 * freed while its own objects still need it, and they would read
+	 * back as -EIO (or, once its id is reused, be decoded by a stranger).
+	 * With checksums, a byte that fails its check is not trusted, and
+	 * the reference is left to the pool's end, where every codec goes.
+	 */
+	if (zp_entry_has_codec(e)) {
+		const unsigned char *obj = zpool__obj_addr(c, zsp, zp_entry_slot(e));
+
+		if (csum_ok(pool, c, zsp, obj, zp_entry_obj_len(e)))
+			codec = (struct zpool__codec *)obj_codec(pool, obj);
+	}
 	zpool__obj_free(pool, c, zsp, zp_entry_slot(e));
 	zpool__rw_unlock(c->lock);
 	if (codec)

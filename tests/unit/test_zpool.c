@@ -477,6 +477,38 @@ START_TEST(test_undecodable_leaves_no_data)
 }
 END_TEST
 
+/*
+ * An object written by a codec other than the plain compressor names it in
+ * its first byte, and freeing the object drops a reference on that codec.
+ * With checksums a corrupt first byte is caught by a load; the free must
+ * not trust it either, or it drops a reference another codec's objects
+ * hold, and that codec goes while they still need it.
+ */
+START_TEST(test_free_of_corrupt_codec_byte)
+{
+	struct zpool *pool = new_pool("lz4", ZPOOL_F_CHECKSUM, NULL);
+	unsigned char page[PG], out[PG];
+	zpool_handle_t a, b;
+
+	/* Codec 1 writes a, codec 2 writes b; a's id byte then reads 2. */
+	ck_assert_int_eq(zpool__codec_slot_set(pool, 0, ZP_COMP_LZ4HC, 9, NULL, 0), 0);
+	make_page(page, PAGE_TEXT, 31, 0);
+	ck_assert_int_eq(zpool_store(pool, page, &a), 0);
+	ck_assert_int_eq(zpool__codec_slot_set(pool, 0, ZP_COMP_LZ4HC, 4, NULL, 0), 0);
+	make_page(page, PAGE_TEXT, 32, 0);
+	ck_assert_int_eq(zpool_store(pool, page, &b), 0);
+	ck_assert_int_eq(zpool__corrupt(pool, a, 0, 1 ^ 2), 0);
+	ck_assert_int_eq(zpool_load(pool, a, out), -EIO);
+	zpool_free(pool, a);
+	/* The slot lets go of codec 2: b alone keeps it now. */
+	ck_assert_int_eq(zpool__codec_slot_set(pool, 0, ZP_COMP_LZ4, 1, NULL, 0), 0);
+	ck_assert_int_eq(zpool_load(pool, b, out), 0);
+	ck_assert_mem_eq(out, page, PG);
+	zpool_free(pool, b);
+	zpool_destroy(pool);
+}
+END_TEST
+
 START_TEST(test_page_source_failures)
 {
 	size_t arena_bytes = 2048 * PG;
@@ -966,6 +998,7 @@ int main(void)
 		test_checksum_detects_corruption,
 		test_corrupt_without_checksum,
 		test_undecodable_leaves_no_data,
+		test_free_of_corrupt_codec_byte,
 		test_page_source_failures,
 		test_arena_source,
 		test_default_source_aligned,
