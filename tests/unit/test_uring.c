@@ -337,6 +337,9 @@ START_TEST(test_errors)
 }
 END_TEST
 
+/* A stripe chunk: the smallest the stripe takes, one page. */
+#define CHB ((unsigned int)BVEC_PAGE_SIZE)
+
 /* A disk that fails every bio inside its submit_bio(). */
 static void fail_now_submit(struct bio *bio)
 {
@@ -359,7 +362,7 @@ START_TEST(test_chained_error_survives)
 	int fd = temp_file(65536, -1);
 	struct gendisk *children[2];
 	struct gendisk *s;
-	unsigned char *buf = malloc(8192);
+	unsigned char *buf = malloc(2 * CHB);
 	unsigned int i;
 
 	children[0] = blk_alloc_disk(NULL, -1);
@@ -368,17 +371,17 @@ START_TEST(test_chained_error_survives)
 	set_capacity(children[0], 128);
 	children[1] = bvec_uring_disk_create(fd, NULL, 8);
 	ck_assert_ptr_nonnull(children[1]);
-	s = bvec_stripe_create(children, 2, 8);
+	s = bvec_stripe_create(children, 2, CHB >> 9);
 	ck_assert_ptr_nonnull(s);
-	for (i = 0; i < 8192; i++)
+	for (i = 0; i < 2 * CHB; i++)
 		buf[i] = pat_new(i);
 	/* Chunk 0 on the failing disk, chunk 1 on this one. */
-	ck_assert_int_eq(rw_wait(s, REQ_OP_WRITE, 0, buf, 8192, 0), -ENODATA);
-	ck_assert_int_eq(rw_wait(s, REQ_OP_READ, 0, buf, 8192, 0), -ENODATA);
+	ck_assert_int_eq(rw_wait(s, REQ_OP_WRITE, 0, buf, 2 * CHB, 0), -ENODATA);
+	ck_assert_int_eq(rw_wait(s, REQ_OP_READ, 0, buf, 2 * CHB, 0), -ENODATA);
 	/* Only chunk 1: it really works. */
-	ck_assert_int_eq(rw_wait(s, REQ_OP_READ, 0, buf, 4096, 8), 0);
-	for (i = 0; i < 4096; i++)
-		ck_assert_uint_eq(buf[i], pat_new(4096 + i));
+	ck_assert_int_eq(rw_wait(s, REQ_OP_READ, 0, buf, CHB, CHB >> 9), 0);
+	for (i = 0; i < CHB; i++)
+		ck_assert_uint_eq(buf[i], pat_new(CHB + i));
 	put_disk(s);
 	put_disk(children[1]);
 	put_disk(children[0]);
@@ -1255,8 +1258,8 @@ static void *flush_writer(void *p)
 					    REQ_OP_WRITE | REQ_PREFLUSH | (i & 1 ? REQ_FUA : 0),
 					    GFP_KERNEL);
 
-		bio_add_virt(bio, fws.mem + (size_t)slot * 8192, 8192);
-		bio->bi_iter.bi_sector = (sector_t)slot * 16;
+		bio_add_virt(bio, fws.mem + (size_t)slot * 2 * CHB, 2 * CHB);
+		bio->bi_iter.bi_sector = (sector_t)slot * (2 * CHB >> 9);
 		bio->bi_private = &fws.fw;
 		bio->bi_end_io = flush_write_end;
 		submit_bio(bio);
@@ -1266,7 +1269,7 @@ static void *flush_writer(void *p)
 
 START_TEST(test_stripe_preflush_over_rings)
 {
-	const size_t bytes = FW_THREADS * 8 * 8192;
+	const size_t bytes = (size_t)FW_THREADS * 8 * 2 * CHB;
 	int fd[2] = { temp_file(bytes / 2, -1), temp_file(bytes / 2, -1) };
 	struct gendisk *children[2];
 	pthread_t th[FW_THREADS];
@@ -1279,7 +1282,7 @@ START_TEST(test_stripe_preflush_over_rings)
 		children[i] = bvec_uring_disk_create(fd[i], NULL, 1);
 		ck_assert_ptr_nonnull(children[i]);
 	}
-	fws.s = bvec_stripe_create(children, 2, 8);
+	fws.s = bvec_stripe_create(children, 2, CHB >> 9);
 	ck_assert_ptr_nonnull(fws.s);
 	fws.mem = malloc(bytes);
 	for (k = 0; k < bytes; k++)
@@ -1305,14 +1308,14 @@ START_TEST(test_stripe_preflush_over_rings)
 		pthread_join(th[i], NULL);
 	ck_assert_uint_eq(fws.fw.bad, 0);
 	put_disk(fws.s);
-	/* Chunk c (4 KiB) is on child c % 2 at c / 2 chunks. */
+	/* Chunk c is on child c % 2 at c / 2 chunks. */
 	for (i = 0; i < 2; i++) {
 		put_disk(children[i]);
 		ck_assert_int_eq(pread(fd[i], back, bytes / 2, 0), (ssize_t)(bytes / 2));
 		for (k = 0; k < bytes / 2; k++) {
-			size_t c = k / 4096 * 2 + i;
+			size_t c = k / CHB * 2 + i;
 
-			ck_assert_uint_eq(back[k], pat_new(c * 4096 + k % 4096));
+			ck_assert_uint_eq(back[k], pat_new(c * CHB + k % CHB));
 		}
 		close(fd[i]);
 	}
