@@ -124,6 +124,25 @@ static size_t state_bytes(unsigned int pool_size)
 	return sizeof(struct bioset_state) + 2 * (size_t)pool_size * sizeof(void *);
 }
 
+/*
+ * Do the set's byte counts fit size_t?  On a 32-bit target they need not:
+ * 2 * pool_size pointers, or front_pad plus a bio, can pass 4 GiB, and the
+ * wrapped size would be a small allocation that the reserve fill then
+ * overruns, or that the bio is placed before (p + front_pad wraps too).
+ * Such a set could never be allocated, so it is refused as out of memory,
+ * which is what a 64-bit target's allocator answers for the same sizes.
+ */
+static bool sizes_fit(unsigned int pool_size, unsigned int front_pad)
+{
+	const size_t bio_part = sizeof(struct bio) +
+				BIO_INLINE_VECS * sizeof(struct bio_vec);
+
+	/* In 64 bits, where no product of these operands can wrap. */
+	return (uint64_t)pool_size * 2 * sizeof(void *) <=
+		       SIZE_MAX - sizeof(struct bioset_state) &&
+	       (uint64_t)front_pad <= SIZE_MAX - bio_part;
+}
+
 int bvec_bioset_init(struct bio_set *bs, unsigned int pool_size,
 		     unsigned int front_pad, int flags,
 		     const struct bvec_allocator *allocator)
@@ -136,6 +155,8 @@ int bvec_bioset_init(struct bio_set *bs, unsigned int pool_size,
 	if (front_pad % alignof(struct bio))
 		return -EINVAL;
 	memset(bs, 0, sizeof(*bs));
+	if (!sizes_fit(pool_size, front_pad))
+		return -ENOMEM;
 	bs->allocator = allocator ? *allocator : os_allocator;
 	bs->front_pad = front_pad;
 	bs->pool_size = pool_size;
