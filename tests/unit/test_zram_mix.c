@@ -121,6 +121,7 @@ struct mix {
 	bool resets;		/* zram_reset() runs: no exact model, stamps only */
 	atomic_bool stop;
 	atomic_uint writers_done;
+	atomic_bool want_reset;	/* writer 0 waits halfway for a reset */
 	atomic_uint_fast64_t refused, wb_pages, recomp_pages, resets_done;
 };
 
@@ -185,6 +186,18 @@ static void *writer_fn(void *arg)
 
 	for (k = 0; k < w->rounds; k++) {
 		uint64_t win = rng_range(&g, 0, NPAGES / GRP / WRITERS - 1) * WRITERS + w->id;
+
+		/*
+		 * In the reset mode, one reset at least while the writers
+		 * write: the random ones alone missed now and then where the
+		 * writers are short (64 KiB pages), and then the mode raced
+		 * nothing.  Writer 1 and the reader go on meanwhile.
+		 */
+		if (m->resets && w->id == 0 && k == w->rounds / 2) {
+			atomic_store(&m->want_reset, true);
+			while (!atomic_load(&m->resets_done))
+				usleep(100);
+		}
 		uint64_t i = win * GRP + rng_range(&g, 0, GRP - 1);
 		unsigned int nr = rng_range(&g, 1, GRP - (unsigned int)(i % GRP));
 		unsigned int op = rng_range(&g, 0, 11), j;
@@ -305,6 +318,11 @@ static void *control_fn(void *arg)
 
 	while (atomic_load(&m->writers_done) < WRITERS) {
 		unsigned int what = rng_range(&g, 0, 15);
+		bool force = m->resets && c->id == 0 && atomic_load(&m->want_reset) &&
+			     !atomic_load(&m->resets_done);
+
+		if (force)
+			what = 13;
 
 		if (what < 4) {
 			uint64_t first = rng_range(&g, 0, NPAGES - 1);
@@ -343,7 +361,7 @@ static void *control_fn(void *arg)
 			}
 		} else if (what < 14) {
 			/* Reset drops the secondary algorithms: set them again. */
-			if (m->resets && c->id == 0 && rng_next(&g) % 4 == 0) {
+			if (m->resets && c->id == 0 && (force || rng_next(&g) % 4 == 0)) {
 				/*
 				 * With reads of written-back pages held up, so
 				 * that the blocks they read are given out again
