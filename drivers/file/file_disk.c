@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #ifdef __linux__
-#include <linux/fs.h> /* BLKGETSIZE64 */
+#include <sys/mount.h> /* BLKGETSIZE64, in glibc and musl alike */
 #endif
 
 #include "bvec/internal.h"
