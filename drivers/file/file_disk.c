@@ -142,7 +142,7 @@ static void file_free_disk(struct gendisk *disk)
 }
 
 /* A block device's st_size is 0: its size is the kernel's to tell. */
-static sector_t fd_sectors(int fd, const struct stat *st)
+sector_t bvec__fd_sectors(int fd, const struct stat *st)
 {
 #ifdef BLKGETSIZE64
 	uint64_t bytes;
@@ -191,6 +191,6 @@ struct gendisk *bvec_file_disk_create(int fd, const struct queue_limits *lim)
 	disk->fops = &file_fops;
 	disk->private_data = fdisk;
 	strncpy(disk->disk_name, "file", sizeof(disk->disk_name) - 1);
-	set_capacity(disk, fd_sectors(fd, &st));
+	set_capacity(disk, bvec__fd_sectors(fd, &st));
 	return disk;
 }

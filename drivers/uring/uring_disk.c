@@ -26,12 +26,8 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#ifdef __linux__
-#include <linux/fs.h>
-#endif
 
 #include "bvec/internal.h"
 #include "uring.h"
@@ -745,19 +741,6 @@ static const struct block_device_operations uring_fops = {
 	.poll_bio = uring_poll_bio,
 };
 
-static sector_t fd_sectors(int fd, const struct stat *st)
-{
-#ifdef BLKGETSIZE64
-	uint64_t bytes;
-
-	if (S_ISBLK(st->st_mode) && !ioctl(fd, BLKGETSIZE64, &bytes))
-		return (sector_t)(bytes >> BVEC_SECTOR_SHIFT);
-#else
-	(void)fd;
-#endif
-	return (sector_t)st->st_size >> BVEC_SECTOR_SHIFT;
-}
-
 struct gendisk *bvec_uring_disk_create(int fd, const struct queue_limits *lim,
 				       unsigned int queue_depth)
 {
@@ -837,7 +820,7 @@ struct gendisk *bvec_uring_disk_create(int fd, const struct queue_limits *lim,
 	disk->fops = &uring_fops;
 	disk->private_data = ud;
 	strncpy(disk->disk_name, "uring", sizeof(disk->disk_name) - 1);
-	set_capacity(disk, fd_sectors(fd, &st));
+	set_capacity(disk, bvec__fd_sectors(fd, &st));
 	return disk;
 
 fail_cond:

@@ -29,6 +29,11 @@ void bvec__set_errno(int err);
  * advanced past them; 0 when nothing is left. */
 int bvec__bio_iovec_batch(const struct bio *bio, struct bvec_iter *iter,
 			  struct iovec *iov, int max);
+
+/* drivers/file/file_disk.c: the sectors of the file or block device at
+ * @fd, whose fstat() is @st; the file and io_uring disks' capacity. */
+struct stat;
+sector_t bvec__fd_sectors(int fd, const struct stat *st);
 #endif
 
 /* bio_set.c */
