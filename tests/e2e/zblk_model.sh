@@ -452,12 +452,14 @@ class Tester:
                     self.model[off:off + n])
         self.count("reads")
 
-    def op_falloc(self, r, mode, name):
-        n, off = self.place(r)
-        desc = f"fallocate {name} of {n} at {off}"
+    def op_falloc(self, r, mode, name, at=None):
+        # at: (bytes done, offset, bytes asked) for a range clipped at the end
+        n, off, asked = at if at else self.place(r) + (None,)
+        asked = asked or n
+        desc = f"fallocate {name} of {asked} at {off}"
         self.note(desc)
         try:
-            fallocate(self.fd, mode, off, n)
+            fallocate(self.fd, mode, off, asked)
         except OSError as e:
             # at the limit, the ragged edges' read-modify-write may fail
             if not self.limited or e.errno != errno.EIO:
@@ -513,6 +515,9 @@ class Tester:
         else:        # past or across the end
             m = r.choice([PUNCH | KEEP, ZERO | KEEP, ZERO, 0])
             o = r.choice([self.size - r.randint(0, n - 1), self.size, self.size + r.randint(0, MIB)])
+            if m & KEEP and o < self.size:   # kept size: done up to the end
+                return self.op_falloc(r, m, f"mode {m:#x} across the end",
+                                      (self.size - o, o, n))
             self.refused(f"fallocate mode {m:#x} of {n} at {o} (end {self.size})",
                          lambda: fallocate(self.fd, m, o, n), [errno.EINVAL, errno.EFBIG])
 

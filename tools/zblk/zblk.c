@@ -966,8 +966,18 @@ static int zblk_fallocate(const char *path, int mode, off_t off, off_t len,
 	(void)fi;
 	if (lookup(path) != F_DISK)
 		return -EOPNOTSUPP;
-	if (off < 0 || len <= 0 || end > zb.disksize)
+	/*
+	 * As a block device: nothing may start at or past the end, nor grow
+	 * the disk, but a range that keeps the size is done up to the end.
+	 * Punching a hole always keeps it.
+	 */
+	if (off < 0 || len <= 0 || start >= zb.disksize)
 		return -EINVAL;
+	if ((uint64_t)len > zb.disksize - start) {
+		if (!(mode & FALLOC_FL_KEEP_SIZE))
+			return -EINVAL;
+		end = zb.disksize;
+	}
 	if (mode == 0 || mode == FALLOC_FL_KEEP_SIZE)
 		return 0; /* every byte of the disk already exists */
 	if (mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE))
