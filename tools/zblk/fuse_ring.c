@@ -25,6 +25,7 @@
 #define FUSE_USE_VERSION 312
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <liburing.h>
 #include <pthread.h>
@@ -310,6 +311,8 @@ static void *ring_main(void *arg)
 		if (!rt->live)
 			stop = true;
 	}
+	/* Replies served in the last batch still go out. */
+	io_uring_submit(&rt->ring);
 	self = NULL;
 	return NULL;
 }
@@ -568,17 +571,32 @@ static ssize_t hook_writev(int fd, struct iovec *iov, int count, void *userdata)
 	return writev(fd, iov, count);
 }
 
+/* The last reference to the connection but the kernel's: it aborts here. */
+static void close_fd(void)
+{
+	if (rg.fd >= 0)
+		close(rg.fd);
+	rg.fd = -1;
+}
+
 int zblk__ring_install(struct fuse_session *se)
 {
 	static const struct fuse_custom_io io = { .read = hook_read, .writev = hook_writev };
 	int fd = fuse_session_fd(se);
 
-	if (fd < 0 || fuse_session_custom_io(se, &io, fd)) {
+	/*
+	 * The ring's own descriptor: libfuse closes its one when it unmounts,
+	 * and the unmount is lazy, so clients that hold the disk open still
+	 * send requests through the ring until zblk__ring_stop().  Their
+	 * replies need a live descriptor, not a closed (or reused) number.
+	 */
+	rg.fd = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (rg.fd < 0 || fuse_session_custom_io(se, &io, fd)) {
 		fprintf(stderr, "zblk: cannot hook FUSE's I/O for io_uring\n");
+		close_fd();
 		return -1;
 	}
 	rg.se = se;
-	rg.fd = fd;
 	return 0;
 }
 
@@ -587,8 +605,10 @@ void zblk__ring_stop(void)
 	unsigned int t;
 	uint64_t one = 1;
 
-	if (!atomic_load(&rg.started))
+	if (!atomic_load(&rg.started)) {
+		close_fd();
 		return;
+	}
 	atomic_store(&rg.stopping, true);
 	for (t = 0; t < rg.nthreads; t++) {
 		if (!rg.threads[t].started)
@@ -601,4 +621,5 @@ void zblk__ring_stop(void)
 		(unsigned long long)zblk__ring_requests());
 	free_threads();
 	atomic_store(&rg.started, false);
+	close_fd();
 }

@@ -32,7 +32,8 @@ struct fuse_session;
  * session with custom I/O.
  *
  * Context: call once per process, from the thread that runs the session;
- * the session keeps owning its descriptor.
+ * the session keeps owning its descriptor, and the ring uses a duplicate
+ * of it until zblk__ring_stop().
  * Return: 0, or -1 with a message printed (the session is unchanged).
  */
 int zblk__ring_install(struct fuse_session *se);
@@ -43,7 +44,10 @@ int zblk__ring_install(struct fuse_session *se);
  * Call after the session loop has returned and the filesystem is
  * unmounted (fuse_session_unmount()), before fuse_session_destroy():
  * entries still waiting for requests are cancelled when each thread
- * closes its ring.  Prints how many requests the ring carried.
+ * closes its ring.  Until then the ring serves the clients that still hold
+ * files open under the lazily unmounted mountpoint; closing its duplicate
+ * of /dev/fuse then ends the connection, failing what they send later.
+ * Prints how many requests the ring carried.
  *
  * Context: the thread that called zblk__ring_install(); a no-op when no
  * ring was started.
