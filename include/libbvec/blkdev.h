@@ -64,11 +64,14 @@ struct io_comp_batch;
  * @integrity_interval_exp: log2 bytes per integrity tuple; 0 = no integrity
  * @integrity_tuple_size: bytes of protection information per interval
  * @features: BLK_FEAT_* bits: what the device does (write cache, FUA)
- * @io_min: smallest preferred I/O size, bytes (advisory)
+ * @io_min: smallest preferred I/O size, bytes (advisory); raised to
+ *	@physical_block_size
  * @io_opt: optimal I/O size, bytes (advisory)
  * @max_hw_discard_sectors: largest DISCARD the hardware takes; 0 = none
  * @max_secure_erase_sectors: largest SECURE_ERASE; 0 = not supported
- * @discard_granularity: bytes a discard is best aligned to (advisory)
+ * @discard_granularity: bytes a discard is best aligned to: at least
+ *	@physical_block_size where DISCARD is supported, 0 where it is not;
+ *	bio_split_to_limits() splits DISCARD and SECURE_ERASE on it
  * @bvec_reserved: private: leave zero; room to add fields without an ABI break
  *
  * A field left 0 when the disk is allocated gets the kernel's default.
@@ -174,6 +177,9 @@ struct gendisk {
  * @lim: limits (copied; zero fields get defaults), or NULL for all defaults
  * @node: NUMA node, ignored
  *
+ * A physical block size below the logical one is raised to it, as Linux
+ * does.
+ *
  * Return: the disk with capacity 0, or NULL with errno EINVAL (limits that
  * cannot work: block size not a power of two from 512 to the page size,
  * max_segment_size below the page size, boundary mask below page size - 1)
@@ -188,8 +194,12 @@ BVEC_API struct gendisk *blk_alloc_disk(const struct queue_limits *lim,
  * @lim: the limits to set
  *
  * For drivers that take bios of any shape: stacking drivers that split for
- * themselves, and devices with no hardware behind them.  As in Linux, set
- * these and then lower what the driver really needs.
+ * themselves, and devices with no hardware behind them.  As in Linux 6.x,
+ * every field is 0 except: 512-byte logical and physical blocks, io_min
+ * and discard_granularity; no limit on size, segments or boundaries; the
+ * largest DISCARD, SECURE_ERASE and WRITE_ZEROES.  Set these, then raise
+ * or lower what the driver really needs (a stacking driver: what its
+ * children need).
  */
 BVEC_API void blk_set_stacking_limits(struct queue_limits *lim);
 

@@ -20,11 +20,14 @@ static int validate_limits(struct queue_limits *lim)
 	    lim->logical_block_size < BVEC_SECTOR_SIZE ||
 	    lim->logical_block_size > BVEC_PAGE_SIZE)
 		return -EINVAL;
-	if (!lim->physical_block_size)
+	/* Raised, not refused, as Linux: a driver that raises only the
+	 * logical block size over blk_set_stacking_limits() gets a disk. */
+	if (lim->physical_block_size < lim->logical_block_size)
 		lim->physical_block_size = lim->logical_block_size;
-	if (!is_power_of_2(lim->physical_block_size) ||
-	    lim->physical_block_size < lim->logical_block_size)
+	if (!is_power_of_2(lim->physical_block_size))
 		return -EINVAL;
+	if (lim->io_min < lim->physical_block_size)
+		lim->io_min = lim->physical_block_size;
 	if (!lim->max_sectors)
 		lim->max_sectors = BLK_DEF_MAX_SECTORS;
 	if (lim->max_sectors > BIO_MAX_SECTORS)
@@ -48,6 +51,13 @@ static int validate_limits(struct queue_limits *lim)
 		lim->max_discard_sectors = lim->max_hw_discard_sectors;
 	else if (!lim->max_hw_discard_sectors)
 		lim->max_hw_discard_sectors = lim->max_discard_sectors;
+	/* Discard splits land on granules; without discard Linux reports 0. */
+	if (lim->max_discard_sectors) {
+		if (lim->discard_granularity < lim->physical_block_size)
+			lim->discard_granularity = lim->physical_block_size;
+	} else {
+		lim->discard_granularity = 0;
+	}
 	if (lim->integrity_interval_exp &&
 	    (lim->integrity_interval_exp < BVEC_SECTOR_SHIFT ||
 	     lim->integrity_interval_exp > 12 || !lim->integrity_tuple_size))
@@ -58,6 +68,10 @@ static int validate_limits(struct queue_limits *lim)
 void blk_set_stacking_limits(struct queue_limits *lim)
 {
 	memset(lim, 0, sizeof(*lim));
+	lim->logical_block_size = BVEC_SECTOR_SIZE;
+	lim->physical_block_size = BVEC_SECTOR_SIZE;
+	lim->io_min = BVEC_SECTOR_SIZE;
+	lim->discard_granularity = BVEC_SECTOR_SIZE;
 	lim->max_sectors = BIO_MAX_SECTORS;
 	lim->max_segments = UINT32_MAX;
 	lim->max_segment_size = UINT32_MAX;

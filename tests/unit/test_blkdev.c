@@ -55,6 +55,55 @@ START_TEST(test_limits_defaults_and_validation)
 }
 END_TEST
 
+/*
+ * blk_set_stacking_limits() as in Linux 6.x: 512-byte blocks, io_min and
+ * discard granularity, so a stacking driver that raises them to its
+ * children's (or reads them before it has children) starts from sane
+ * values; and blk_alloc_disk() raises io_min and, where discard is
+ * supported, the discard granularity to the physical block size.
+ */
+START_TEST(test_stacking_limits_sector_defaults)
+{
+	struct queue_limits lim;
+	struct gendisk *disk;
+
+	memset(&lim, 0xff, sizeof(lim));
+	blk_set_stacking_limits(&lim);
+	ck_assert_uint_eq(lim.logical_block_size, 512);
+	ck_assert_uint_eq(lim.physical_block_size, 512);
+	ck_assert_uint_eq(lim.io_min, 512);
+	ck_assert_uint_eq(lim.discard_granularity, 512);
+	ck_assert_uint_eq(lim.max_discard_sectors, BIO_MAX_SECTORS);
+
+	/* A driver that only raises the logical block size, as Linux's do. */
+	lim.logical_block_size = PS;
+	disk = blk_alloc_disk(&lim, -1);
+	ck_assert_ptr_nonnull(disk);
+	ck_assert_uint_eq(disk->limits.physical_block_size, PS);
+	ck_assert_uint_eq(disk->limits.io_min, PS);
+	ck_assert_uint_eq(disk->limits.discard_granularity, PS);
+	put_disk(disk);
+
+	memset(&lim, 0, sizeof(lim));
+	lim.physical_block_size = PS;
+	lim.max_hw_discard_sectors = 64;
+	disk = blk_alloc_disk(&lim, -1);
+	ck_assert_ptr_nonnull(disk);
+	ck_assert_uint_eq(disk->limits.io_min, PS);
+	ck_assert_uint_eq(disk->limits.discard_granularity, PS);
+	put_disk(disk);
+
+	/* No discard: no granularity, as Linux reports it. */
+	blk_set_stacking_limits(&lim);
+	lim.max_hw_discard_sectors = lim.max_discard_sectors = 0;
+	disk = blk_alloc_disk(&lim, -1);
+	ck_assert_ptr_nonnull(disk);
+	ck_assert_uint_eq(disk->limits.discard_granularity, 0);
+	ck_assert_uint_eq(disk->limits.io_min, 512);
+	put_disk(disk);
+}
+END_TEST
+
 static void complete_now(struct bio *bio)
 {
 	bio_endio(bio);
@@ -762,6 +811,7 @@ int main(void)
 {
 	const TTest *const device[] = {
 		test_limits_defaults_and_validation,
+		test_stacking_limits_sector_defaults,
 		test_submit_rejects_bad_bios,
 		test_submit_does_not_recurse,
 		test_submit_bio_wait_async,
