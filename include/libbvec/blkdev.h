@@ -581,7 +581,11 @@ BVEC_API int bio_split_rw_at(struct bio *bio, const struct queue_limits *lim,
  *
  * If the bio is too large, the front part that fits is split off, the rest
  * is chained to it and re-submitted, and the front is returned for the
- * driver to process now.
+ * driver to process now.  READ and WRITE split as bio_split_rw_at() says;
+ * DISCARD at max_discard_sectors and SECURE_ERASE at
+ * max_secure_erase_sectors, each split point on the discard_granularity
+ * when the limit holds at least one granule; WRITE_ZEROES at
+ * max_write_zeroes_sectors.  Split sizes are whole logical blocks.
  *
  * Return: the bio to process, or NULL if the bio was completed with an error
  * (invalid split, allocation failure).

@@ -483,15 +483,37 @@ split:
 	return (int)(bytes >> BVEC_SECTOR_SHIFT);
 }
 
+/*
+ * With @granular (DISCARD, SECURE_ERASE), the split point lands on the
+ * discard granularity, as Linux's bio_split_discard(): a device that can
+ * only drop whole granules (zram's pages) would otherwise keep every
+ * granule a split cuts, since neither piece holds it whole.  A limit
+ * below one granule cannot keep to them and splits at the limit.
+ */
 static int split_discard_at(const struct bio *bio, const struct queue_limits *lim,
-			    unsigned int max_sectors)
+			    unsigned int max_sectors, bool granular)
 {
+	unsigned int lbs = lim->logical_block_size >> BVEC_SECTOR_SHIFT;
+	unsigned int gran = lim->discard_granularity >> BVEC_SECTOR_SHIFT;
+	unsigned int split, off;
+
 	if (!max_sectors)
 		return -EOPNOTSUPP;
-	max_sectors &= ~((lim->logical_block_size >> BVEC_SECTOR_SHIFT) - 1);
+	max_sectors &= ~(lbs - 1);
 	if (!max_sectors)
 		return -EINVAL;
-	return bio_sectors(bio) > max_sectors ? (int)max_sectors : 0;
+	if (bio_sectors(bio) <= max_sectors)
+		return 0;
+	if (!granular || gran <= 1 || max_sectors < gran)
+		return (int)max_sectors;
+	split = max_sectors - max_sectors % gran;
+	off = (unsigned int)((bio->bi_iter.bi_sector + split) % gran);
+	if (split > off)
+		split -= off;
+	/* A granularity that is not whole logical blocks: keep to those. */
+	if (split % lbs)
+		return (int)max_sectors;
+	return (int)split;
 }
 
 struct bio *bio_split_to_limits(struct bio *bio)
@@ -509,13 +531,13 @@ struct bio *bio_split_to_limits(struct bio *bio)
 					  lim->max_sectors << BVEC_SECTOR_SHIFT);
 		break;
 	case REQ_OP_DISCARD:
-		sectors = split_discard_at(bio, lim, lim->max_discard_sectors);
+		sectors = split_discard_at(bio, lim, lim->max_discard_sectors, true);
 		break;
 	case REQ_OP_SECURE_ERASE:
-		sectors = split_discard_at(bio, lim, lim->max_secure_erase_sectors);
+		sectors = split_discard_at(bio, lim, lim->max_secure_erase_sectors, true);
 		break;
 	case REQ_OP_WRITE_ZEROES:
-		sectors = split_discard_at(bio, lim, lim->max_write_zeroes_sectors);
+		sectors = split_discard_at(bio, lim, lim->max_write_zeroes_sectors, false);
 		break;
 	default:
 		return bio;

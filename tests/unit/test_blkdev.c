@@ -632,6 +632,100 @@ START_TEST(test_split_to_limits_discard)
 END_TEST
 
 /*
+ * Linux splits a DISCARD (and a SECURE_ERASE) so that each split point
+ * lands on the discard granularity: a device that frees whole granules
+ * only (zram, brd: pages) then frees every granule the bio covers.  A
+ * split inside a granule leaves it to two pieces, neither of which holds
+ * it whole, and it is never freed.  WRITE_ZEROES splits at its limit.
+ */
+START_TEST(test_split_discard_granularity)
+{
+	const unsigned int gs = PS / 512; /* sectors per granule: a page */
+	static const enum req_op ops[] = { REQ_OP_DISCARD, REQ_OP_SECURE_ERASE };
+	struct queue_limits lim;
+	struct recorder *r = calloc(1, sizeof(*r));
+	struct gendisk *disk;
+	struct bio bio;
+	unsigned int o, i, start, len, whole;
+
+	memset(&lim, 0, sizeof(lim));
+	lim.discard_granularity = PS;
+	lim.max_hw_discard_sectors = gs + gs / 2;	/* a granule and a half */
+	lim.max_secure_erase_sectors = 2 * gs + gs / 2;
+	lim.max_write_zeroes_sectors = gs + gs / 2;
+	disk = blk_alloc_disk(&lim, -1);
+	ck_assert_ptr_nonnull(disk);
+	disk->fops = &split_ops;
+	disk->private_data = r;
+	set_capacity(disk, 1 << 20);
+	for (o = 0; o < 2; o++) {
+		unsigned int max = o ? 2 * gs + gs / 2 : gs + gs / 2;
+
+		for (start = 0; start < 2 * gs; start += gs / 2) {
+			sector_t expect = start;
+
+			r->n = 0;
+			len = 7 * gs;
+			bio_init(&bio, disk->part0, NULL, 0, ops[o]);
+			bio.bi_iter.bi_sector = start;
+			bio.bi_iter.bi_size = len * 512;
+			ck_assert_int_eq(submit_bio_wait(&bio), 0);
+			bio_uninit(&bio);
+			whole = 0;
+			for (i = 0; i < r->n; i++) {
+				sector_t s = r->pieces[i].sector, n = r->pieces[i].size / 512;
+
+				ck_assert_uint_eq(s, expect);
+				ck_assert_uint_gt(n, 0);
+				ck_assert_uint_le(n, max);
+				if (i)
+					ck_assert_msg(s % gs == 0,
+						      "op %u from %u: piece %u starts at %u, inside a granule",
+						      (unsigned int)ops[o], start, i, (unsigned int)s);
+				/* granules this piece holds whole */
+				whole += (unsigned int)((s + n) / gs - (s + gs - 1) / gs);
+				expect += n;
+			}
+			ck_assert_uint_eq(expect, start + len);
+			ck_assert_uint_eq(whole, (start + len) / gs - (start + gs - 1) / gs);
+		}
+	}
+
+	/* WRITE_ZEROES ignores the granularity, as in Linux. */
+	r->n = 0;
+	bio_init(&bio, disk->part0, NULL, 0, REQ_OP_WRITE_ZEROES);
+	bio.bi_iter.bi_sector = gs / 2;
+	bio.bi_iter.bi_size = 3 * gs * 512;
+	ck_assert_int_eq(submit_bio_wait(&bio), 0);
+	bio_uninit(&bio);
+	ck_assert_uint_eq(r->n, 2);
+	ck_assert_uint_eq(r->pieces[0].size, (gs + gs / 2) * 512);
+	put_disk(disk);
+
+	/* A limit below one granule still makes progress, in limit-sized pieces. */
+	memset(&lim, 0, sizeof(lim));
+	lim.discard_granularity = 4 * PS;
+	lim.max_hw_discard_sectors = gs;
+	disk = blk_alloc_disk(&lim, -1);
+	ck_assert_ptr_nonnull(disk);
+	disk->fops = &split_ops;
+	disk->private_data = r;
+	set_capacity(disk, 1 << 20);
+	r->n = 0;
+	bio_init(&bio, disk->part0, NULL, 0, REQ_OP_DISCARD);
+	bio.bi_iter.bi_sector = 1;
+	bio.bi_iter.bi_size = 3 * gs * 512;
+	ck_assert_int_eq(submit_bio_wait(&bio), 0);
+	bio_uninit(&bio);
+	ck_assert_uint_eq(r->n, 3);
+	for (i = 0; i < 3; i++)
+		ck_assert_uint_eq(r->pieces[i].size, gs * 512);
+	put_disk(disk);
+	free(r);
+}
+END_TEST
+
+/*
  * Regressions: the segment-size formula once overflowed for an all-ones
  * mask at address 0 (a 4 GB corruption) and on 32-bit limits.
  */
@@ -820,6 +914,7 @@ int main(void)
 		test_submit_filters_misaligned,
 		test_split_to_limits,
 		test_split_to_limits_discard,
+		test_split_discard_granularity,
 		test_segment_size_no_overflow,
 		test_iovec_bridge,
 		test_file_disk_many_segments,
