@@ -99,6 +99,13 @@ static void stripe_submit_bio(struct bio *bio)
 		bio_endio(flushes);
 		return;
 	}
+	/* Pieces no larger than the smallest child's limit for the operation. */
+	if (bio_op(bio) == REQ_OP_DISCARD || bio_op(bio) == REQ_OP_SECURE_ERASE ||
+	    bio_op(bio) == REQ_OP_WRITE_ZEROES) {
+		bio = bio_split_to_limits(bio);
+		if (!bio)
+			return;
+	}
 	for (;;) {
 		unsigned int to_boundary = s->chunk_sectors -
 					   (unsigned int)(bio->bi_iter.bi_sector % s->chunk_sectors);
@@ -191,7 +198,22 @@ struct gendisk *bvec_stripe_create(struct gendisk *const *children, unsigned int
 			lim.logical_block_size = cl->logical_block_size;
 		if (cl->physical_block_size > lim.physical_block_size)
 			lim.physical_block_size = cl->physical_block_size;
+		/*
+		 * What every child takes, as dm and md stack them: a child
+		 * without the operation (0) takes it from the stripe too, so
+		 * such a bio is refused whole rather than done on the other
+		 * children and then failed.
+		 */
+		lim.max_discard_sectors = BVEC_MIN(lim.max_discard_sectors,
+						   cl->max_discard_sectors);
+		lim.max_secure_erase_sectors = BVEC_MIN(lim.max_secure_erase_sectors,
+							cl->max_secure_erase_sectors);
+		lim.max_write_zeroes_sectors = BVEC_MIN(lim.max_write_zeroes_sectors,
+							cl->max_write_zeroes_sectors);
+		if (cl->discard_granularity > lim.discard_granularity)
+			lim.discard_granularity = cl->discard_granularity;
 	}
+	lim.max_hw_discard_sectors = lim.max_discard_sectors;
 	disk = blk_alloc_disk(&lim, -1);
 	if (!disk) {
 		bioset_exit(&s->bs);

@@ -9,7 +9,10 @@
  * error, after every piece.  A flush (REQ_PREFLUSH) goes to every child
  * before the data, which is sent once every child's flush has completed.
  * The stripe has a write cache if any child has one, and the largest
- * logical and physical block size of its children.
+ * logical and physical block size and discard granularity of its children.
+ * Its DISCARD, SECURE_ERASE and WRITE_ZEROES limits are the smallest of its
+ * children's, 0 (not supported) if any child lacks the operation, and it
+ * splits those bios to them, so each child gets only what it takes.
  *
  * Built into libbvec (drivers/stripe/): any disk of the device model can be
  * a child, the zram devices of libzpool included, and stripes stack.

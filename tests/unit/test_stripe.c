@@ -364,6 +364,108 @@ START_TEST(test_block_size_stacks)
 }
 END_TEST
 
+/* Per child: bios of each operation that reached it, and the largest. */
+static struct {
+	unsigned int n[REQ_OP_WRITE_ZEROES + 1];
+	unsigned int max[REQ_OP_WRITE_ZEROES + 1];
+} seen[2];
+
+static void seen_submit(struct bio *bio)
+{
+	unsigned int c = (unsigned int)(uintptr_t)bio->bi_bdev->bd_disk->private_data;
+	enum req_op op = bio_op(bio);
+
+	seen[c].n[op]++;
+	if (bio_sectors(bio) > seen[c].max[op])
+		seen[c].max[op] = bio_sectors(bio);
+	bio_endio(bio);
+}
+
+static const struct block_device_operations seen_ops = { .submit_bio = seen_submit };
+
+static struct gendisk *seen_child(unsigned int c, const struct queue_limits *lim)
+{
+	struct gendisk *d = blk_alloc_disk(lim, -1);
+
+	ck_assert_ptr_nonnull(d);
+	d->fops = &seen_ops;
+	d->private_data = (void *)(uintptr_t)c;
+	set_capacity(d, 64 * CHUNK_SECTORS);
+	return d;
+}
+
+/*
+ * DISCARD, SECURE_ERASE and WRITE_ZEROES stack as in Linux (dm, md): the
+ * stripe takes the smallest of its children's limits, 0 if any child
+ * lacks the operation, so it is refused whole before any child acts on
+ * it, never done on some children and then failed; and no piece it sends
+ * a child is larger than that child's limit.
+ */
+START_TEST(test_discard_limits_stack)
+{
+	static const enum req_op ops[] = {
+		REQ_OP_DISCARD, REQ_OP_SECURE_ERASE, REQ_OP_WRITE_ZEROES
+	};
+	struct queue_limits all, none, small;
+	struct gendisk *children[2];
+	struct gendisk *s;
+	unsigned int i, o;
+
+	blk_set_stacking_limits(&all);
+	memset(&none, 0, sizeof(none));
+	blk_set_stacking_limits(&small);
+	small.max_hw_discard_sectors = small.max_discard_sectors = CHUNK_SECTORS / 4;
+	small.max_secure_erase_sectors = CHUNK_SECTORS / 4;
+	small.max_write_zeroes_sectors = CHUNK_SECTORS / 2;
+	small.discard_granularity = 2 * 512;
+
+	/* One child without them: the stripe has none, and does none. */
+	children[0] = seen_child(0, &all);
+	children[1] = seen_child(1, &none);
+	s = bvec_stripe_create(children, 2, CHUNK_SECTORS);
+	ck_assert_ptr_nonnull(s);
+	memset(seen, 0, sizeof(seen));
+	for (o = 0; o < 3; o++)
+		ck_assert_int_eq(io(s, ops[o], 0, NULL, 4 * CHUNK_SECTORS * 512), -EOPNOTSUPP);
+	for (o = 0; o < 3; o++)
+		ck_assert_msg(!seen[0].n[ops[o]],
+			      "op %u: %u pieces done by child 0, then the stripe failed it",
+			      (unsigned int)ops[o], seen[0].n[ops[o]]);
+	ck_assert_uint_eq(bdev_max_discard_sectors(s->part0), 0);
+	ck_assert_uint_eq(bdev_max_secure_erase_sectors(s->part0), 0);
+	ck_assert_uint_eq(bdev_write_zeroes_sectors(s->part0), 0);
+	put_disk(s);
+	for (i = 0; i < 2; i++)
+		put_disk(children[i]);
+
+	/* A child with smaller limits: they are the stripe's, and hold. */
+	children[0] = seen_child(0, &all);
+	children[1] = seen_child(1, &small);
+	s = bvec_stripe_create(children, 2, CHUNK_SECTORS);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_uint_eq(bdev_max_discard_sectors(s->part0), CHUNK_SECTORS / 4);
+	ck_assert_uint_eq(bdev_max_secure_erase_sectors(s->part0), CHUNK_SECTORS / 4);
+	ck_assert_uint_eq(bdev_write_zeroes_sectors(s->part0), CHUNK_SECTORS / 2);
+	ck_assert_uint_eq(s->limits.discard_granularity, 2 * 512);
+	memset(seen, 0, sizeof(seen));
+	for (o = 0; o < 3; o++) {
+		unsigned int lim = ops[o] == REQ_OP_WRITE_ZEROES ? CHUNK_SECTORS / 2
+								 : CHUNK_SECTORS / 4;
+
+		ck_assert_int_eq(io(s, ops[o], 512, NULL, 4 * CHUNK_SECTORS * 512), 0);
+		for (i = 0; i < 2; i++) {
+			ck_assert_uint_gt(seen[i].n[ops[o]], 0);
+			ck_assert_msg(seen[i].max[ops[o]] <= lim,
+				      "op %u: child %u got %u sectors, over its limit %u",
+				      (unsigned int)ops[o], i, seen[i].max[ops[o]], lim);
+		}
+	}
+	put_disk(s);
+	for (i = 0; i < 2; i++)
+		put_disk(children[i]);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *const raid0[] = {
@@ -373,6 +475,7 @@ int main(void)
 		test_first_error_reaches_parent,
 		test_preflush_before_data,
 		test_block_size_stacks,
+		test_discard_limits_stack,
 		NULL
 	};
 	const struct test_group groups[] = {
