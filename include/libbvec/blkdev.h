@@ -569,8 +569,9 @@ static inline void bio_clear_polled(struct bio *bio)
  * segment boundary, and stops at max_segments or @max_bytes.  The split
  * point is aligned down to the logical block size.
  *
- * Return: 0 if the bio fits whole, the sectors of the front part, or
- * -EINVAL when the front part would be empty.
+ * Return: 0 if the bio fits whole, the sectors of the front part,
+ * -EINVAL when the front part would be empty, or -EAGAIN when a
+ * REQ_NOWAIT bio would need a split (as Linux 6.x: a split may wait).
  */
 BVEC_API int bio_split_rw_at(struct bio *bio, const struct queue_limits *lim,
 			     unsigned int *segs, unsigned int max_bytes);
@@ -588,7 +589,8 @@ BVEC_API int bio_split_rw_at(struct bio *bio, const struct queue_limits *lim,
  * max_write_zeroes_sectors.  Split sizes are whole logical blocks.
  *
  * Return: the bio to process, or NULL if the bio was completed with an error
- * (invalid split, allocation failure).
+ * (invalid split, allocation failure; BLK_STS_AGAIN for a REQ_NOWAIT READ
+ * or WRITE that would need a split, with none of it done).
  */
 BVEC_API struct bio *bio_split_to_limits(struct bio *bio);
 

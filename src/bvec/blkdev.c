@@ -476,6 +476,10 @@ int bio_split_rw_at(struct bio *bio, const struct queue_limits *lim,
 	*segs = nsegs;
 	return 0;
 split:
+	/* A split may wait for its bio (the reserve), which REQ_NOWAIT forbids:
+	 * as Linux, the caller retries the whole bio where it may block. */
+	if (bio->bi_opf & REQ_NOWAIT)
+		return -EAGAIN;
 	*segs = nsegs;
 	bytes &= ~(lim->logical_block_size - 1);
 	if (!bytes)

@@ -601,6 +601,52 @@ START_TEST(test_split_to_limits)
 }
 END_TEST
 
+/*
+ * A REQ_NOWAIT bio must not wait, and a split may (the split bio comes
+ * from a reserve), so Linux ends one that would need splitting with
+ * BLK_STS_AGAIN before any of it is done, for the caller to retry from
+ * where it may block.  One that fits goes through.
+ */
+START_TEST(test_split_nowait)
+{
+	struct queue_limits lim;
+	struct recorder *r = calloc(1, sizeof(*r));
+	unsigned char *mem = test_pages(4);
+	struct gendisk *disk;
+	struct bio *bio;
+	unsigned int segs;
+	int ret;
+
+	memset(&lim, 0, sizeof(lim));
+	lim.max_sectors = PS / 512;
+	disk = blk_alloc_disk(&lim, -1);
+	ck_assert_ptr_nonnull(disk);
+	disk->fops = &split_ops;
+	disk->private_data = r;
+	set_capacity(disk, 1 << 20);
+
+	bio = bio_alloc(disk->part0, 1, REQ_OP_WRITE | REQ_NOWAIT, GFP_KERNEL);
+	ck_assert_int_eq(bio_add_virt(bio, mem, 2 * PS), (int)(2 * PS));
+	ret = submit_bio_wait(bio);
+	ck_assert_msg(r->n == 0, "%u pieces of a REQ_NOWAIT bio reached the driver", r->n);
+	ck_assert_int_eq(ret, -EAGAIN);
+	bio_put(bio);
+	bio = bio_alloc(disk->part0, 1, REQ_OP_READ | REQ_NOWAIT, GFP_KERNEL);
+	ck_assert_int_eq(bio_add_virt(bio, mem, 2 * PS), (int)(2 * PS));
+	ck_assert_int_eq(bio_split_rw_at(bio, &disk->limits, &segs, PS), -EAGAIN);
+	bio_put(bio);
+
+	bio = bio_alloc(disk->part0, 1, REQ_OP_WRITE | REQ_NOWAIT, GFP_KERNEL);
+	ck_assert_int_eq(bio_add_virt(bio, mem, PS), (int)PS);
+	ck_assert_int_eq(submit_bio_wait(bio), 0);
+	ck_assert_uint_eq(r->n, 1);
+	bio_put(bio);
+	put_disk(disk);
+	free(mem);
+	free(r);
+}
+END_TEST
+
 START_TEST(test_split_to_limits_discard)
 {
 	struct queue_limits lim;
@@ -913,6 +959,7 @@ int main(void)
 		test_submit_filters_unsupported,
 		test_submit_filters_misaligned,
 		test_split_to_limits,
+		test_split_nowait,
 		test_split_to_limits_discard,
 		test_split_discard_granularity,
 		test_segment_size_no_overflow,
