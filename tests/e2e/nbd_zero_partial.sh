@@ -5,7 +5,10 @@
 # Where those bytes read as zeroes already it must change nothing, as
 # zram's own WRITE_ZEROES changes nothing there: a page never written stays
 # a hole in block status, and at mem_limit, where storing a page again can
-# be refused, the request still succeeds.
+# be refused, the request still succeeds.  A zero with NO_HOLE of part of a
+# page of data whose bytes are zero already changes nothing either, and
+# must succeed at mem_limit too; of part of a page never written it makes
+# the page allocated zeroes, which needs no memory.
 . "$(dirname "$0")/nbd_lib.sh"
 
 [ -n "$PY" ] || skip "no Python libnbd bindings (Debian: python3-libnbd)"
@@ -14,13 +17,13 @@ nbd_start size=64M mem_limit=2M 2> >(grep --line-buffered -v ': I/O error$' >&2)
 "$PY" - "$URI" <<'PY'
 import nbd, random, sys
 
-PAGE = 4096
 rng = random.Random(1)
 h = nbd.NBD()
 h.add_meta_context(nbd.CONTEXT_BASE_ALLOCATION)
 h.set_strict_mode(h.get_strict_mode() & ~nbd.STRICT_ALIGN)
 h.connect_uri(sys.argv[1])
 SIZE = h.get_size()
+PAGE = h.get_block_size(nbd.SIZE_PREFERRED)
 
 def page_type(off):
     got = []
@@ -34,7 +37,7 @@ def fail(msg):
 
 # 1. Pages never written: zeroing part of a sector of one leaves a hole.
 for i, (at, n) in enumerate([(1000, 100), (4000, 96), (10, 300), (511, 2)]):
-    page = (1000 + 2 * i) * PAGE
+    page = (64 + 2 * i) * PAGE
     h.zero(n, page + at)
     t = page_type(page)
     if t != nbd.STATE_HOLE | nbd.STATE_ZERO:
@@ -44,10 +47,10 @@ print("a page never written stays a hole after a zero of part of a sector")
 
 # 2. At mem_limit: pages of data with zero bytes in them, then the pool
 # filled until writes are refused; zeroing those zero bytes must succeed.
-pages = [(100 + i) * PAGE for i in range(16)]
+pages = [(16 + i) * PAGE for i in range(16)]
 for p in pages:
     h.pwrite(rng.randbytes(PAGE // 2) + bytes(PAGE // 2), p)
-off, refused = 1 << 20, 0
+off, refused = 128 * PAGE, 0
 for n in (PAGE, 2048, 1024, 512, 256):
     misses = 0
     while off < SIZE // 2 and misses < 20:
@@ -78,6 +81,32 @@ if errors:
          f"mem_limit, e.g. {errors[0]}")
 print(f"at mem_limit ({refused} writes refused), {len(pages)} zeroes of bytes already "
       "zero succeeded and changed nothing")
+
+# 3. Still at mem_limit, the same with NO_HOLE: whole sectors and not, at
+# the page's end and inside it, and over a page boundary into a page of
+# zeroes only.  Each page stays as it was, data in block status.
+errors = []
+for i, p in enumerate(pages):
+    at = PAGE // 2 + [0, 512, 17, PAGE // 4][i % 4]
+    n = [PAGE // 2, 1024, 1000, PAGE // 4 - 512][i % 4]
+    if i == len(pages) - 1:
+        at, n = PAGE - 1024, 1024 + PAGE // 2  # into the next, a hole
+    try:
+        h.zero(n, p + at, nbd.CMD_FLAG_NO_HOLE)
+    except nbd.Error as e:
+        errors.append(f"{n} bytes at {p + at}: {e}")
+for p, b in zip(pages, before):
+    if h.pread(PAGE, p) != b:
+        fail(f"the page at {p} changed")
+    if page_type(p) != 0:
+        fail(f"the page of data at {p} is no longer data in block status")
+if errors:
+    fail(f"{len(errors)} of {len(pages)} NO_HOLE zeroes of bytes already zero in pages of "
+         f"data were refused at mem_limit, e.g. {errors[0]}")
+if page_type(pages[-1] + PAGE) != nbd.STATE_ZERO:
+    fail("a NO_HOLE zero of part of a page never written did not make it allocated zeroes")
+print(f"at mem_limit, {len(pages)} NO_HOLE zeroes of bytes already zero in pages of data "
+      "succeeded and changed nothing")
 h.shutdown()
 PY
 nbd_stop || fail "nbdkit did not stop cleanly"

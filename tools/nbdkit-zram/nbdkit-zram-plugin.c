@@ -1199,12 +1199,43 @@ static int write_zeroes(uint64_t a, uint64_t b, uint32_t flags)
 }
 
 /*
+ * Zeroes over [@a, @b), part of one page, for a zero without MAY_TRIM.  In
+ * a page that holds data (some byte not zero) the page is allocated
+ * already, so bytes that are zero already need nothing: written, they
+ * would store the page again, which mem_limit may refuse, for a request
+ * that changes nothing.  A page of zeroes is written to, so that a hole
+ * becomes allocated zeroes as the client asked; that stores no data.
+ * Unlocked: a write racing with the check lands before or after the zero,
+ * as it may for any two requests in flight.
+ */
+static int zero_in_page(uint64_t a, uint64_t b, uint32_t flags)
+{
+	uint64_t page = a / PAGE * PAGE;
+	unsigned char *buf = malloc((size_t)PAGE);
+	bool noop;
+
+	if (!buf) {
+		nbdkit_error("no memory for a %" PRIu64 "-byte page buffer", PAGE);
+		nbdkit_set_error(ENOMEM);
+		return -1;
+	}
+	if (submit(REQ_OP_READ, page, buf, (uint32_t)PAGE)) {
+		free(buf);
+		return -1;
+	}
+	noop = all_zero(buf + (a - page), (size_t)(b - a)) && !all_zero(buf, (size_t)PAGE);
+	free(buf);
+	return noop ? 0 : write_zeroes(a, b, flags);
+}
+
+/*
  * Zeroing is always fast here, so a fast-zero request is served as any
  * other.  Without MAY_TRIM the client wants the range allocated
  * (NBD_CMD_FLAG_NO_HOLE), so zeroes are written as data: each whole page
  * becomes a zero page, a mark in its slot that extents report as allocated
- * zeroes.  With it the whole sectors become one WRITE_ZEROES bio, which
- * frees whole pages (holes) and zeroes the rest in place.
+ * zeroes, and parts of pages are zeroed by zero_in_page().  With it the
+ * whole sectors become one WRITE_ZEROES bio, which frees whole pages
+ * (holes) and zeroes the rest in place.
  *
  * Either way the whole pages or sectors go first and the ends are tried
  * whatever became of them: at mem_limit the whole pages need no memory (and
@@ -1223,12 +1254,14 @@ static int on_zero(void *handle, uint32_t count, uint64_t offset, uint32_t flags
 		/* The whole pages, in bios that start on one; then the ends. */
 		uint64_t pa = (offset + PAGE - 1) / PAGE * PAGE, pb = end / PAGE * PAGE;
 
-		if (pa >= pb)
-			return write_zeroes(offset, end, flags);
+		if (pa > end)
+			pa = end; /* all inside one page */
+		if (pb < pa)
+			pb = pa;
 		ret = write_zeroes(pa, pb, flags);
-		if (offset < pa && write_zeroes(offset, pa, flags))
+		if (offset < pa && zero_in_page(offset, pa, flags))
 			ret = -1;
-		if (pb < end && write_zeroes(pb, end, flags))
+		if (pb < end && zero_in_page(pb, end, flags))
 			ret = -1;
 		return ret;
 	}
