@@ -51,7 +51,9 @@ pages = [(16 + i) * PAGE for i in range(16)]
 for p in pages:
     h.pwrite(rng.randbytes(PAGE // 2) + bytes(PAGE // 2), p)
 off, refused = 128 * PAGE, 0
-for n in (PAGE, 2048, 1024, 512, 256):
+# Every size class a page of n random bytes lands in, the data pages' too,
+# filled until refused: none has room left for a page stored again.
+for n in [PAGE >> k for k in range(PAGE.bit_length()) if PAGE >> k >= 256]:
     misses = 0
     while off < SIZE // 2 and misses < 20:
         try:
