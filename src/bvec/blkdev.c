@@ -520,6 +520,24 @@ static int split_discard_at(const struct bio *bio, const struct queue_limits *li
 	return (int)split;
 }
 
+/*
+ * As Linux's get_max_io_size(): the most a READ or WRITE piece may carry,
+ * ending on a physical block where the limit reaches one.  A piece that
+ * ends inside a physical block leaves the device a read, patch and write
+ * of that block for each of the two pieces sharing it.
+ */
+static unsigned int max_io_sectors(const struct bio *bio, const struct queue_limits *lim)
+{
+	unsigned int pbs = lim->physical_block_size >> BVEC_SECTOR_SHIFT;
+	unsigned int lbs = lim->logical_block_size >> BVEC_SECTOR_SHIFT;
+	unsigned int start = (unsigned int)(bio->bi_iter.bi_sector & (pbs - 1));
+	uint64_t end = ((uint64_t)start + lim->max_sectors) & ~(uint64_t)(pbs - 1);
+
+	if (end > start)
+		return (unsigned int)(end - start);
+	return lim->max_sectors & ~(lbs - 1);
+}
+
 struct bio *bio_split_to_limits(struct bio *bio)
 {
 	struct gendisk *disk = bio->bi_bdev->bd_disk;
@@ -532,7 +550,7 @@ struct bio *bio_split_to_limits(struct bio *bio)
 	case REQ_OP_READ:
 	case REQ_OP_WRITE:
 		sectors = bio_split_rw_at(bio, lim, &segs,
-					  lim->max_sectors << BVEC_SECTOR_SHIFT);
+					  max_io_sectors(bio, lim) << BVEC_SECTOR_SHIFT);
 		break;
 	case REQ_OP_DISCARD:
 		sectors = split_discard_at(bio, lim, lim->max_discard_sectors, true);

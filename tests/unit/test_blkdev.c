@@ -647,6 +647,70 @@ START_TEST(test_split_nowait)
 }
 END_TEST
 
+/*
+ * READ and WRITE splits end on the physical block size where the limit
+ * allows it, as Linux's: a piece ending inside a 4 KiB physical block
+ * makes the device read, patch and write that block for each of the two
+ * pieces that share it.  A limit below one physical block splits at the
+ * limit.
+ */
+START_TEST(test_split_physical_block)
+{
+	const unsigned int ps = PS / 512, pbs = 2 * ps; /* a block of two pages */
+	const unsigned int len = 8 * pbs;
+	const unsigned int starts[] = { 0, 1, ps / 2, ps, pbs + 3 };
+	const unsigned int maxes[] = { ps, 2 * pbs + ps / 2 }; /* below a block, 2.25 */
+	struct queue_limits lim;
+	struct recorder *r = calloc(1, sizeof(*r));
+	unsigned char *mem = test_pages(len / ps);
+	struct gendisk *disk;
+	struct bio *bio;
+	unsigned int i, m, k;
+
+	for (m = 0; m < 2; m++) {
+		unsigned int max = maxes[m];
+
+		memset(&lim, 0, sizeof(lim));
+		lim.physical_block_size = pbs * 512;
+		lim.max_sectors = max;
+		disk = blk_alloc_disk(&lim, -1);
+		ck_assert_ptr_nonnull(disk);
+		disk->fops = &split_ops;
+		disk->private_data = r;
+		set_capacity(disk, 1 << 20);
+		for (k = 0; k < sizeof(starts) / sizeof(starts[0]); k++) {
+			sector_t expect = starts[k];
+
+			r->n = 0;
+			bio = bio_alloc(disk->part0, 1, REQ_OP_WRITE, GFP_KERNEL);
+			ck_assert_int_eq(bio_add_virt(bio, mem, len * 512), (int)(len * 512));
+			bio->bi_iter.bi_sector = starts[k];
+			ck_assert_int_eq(submit_bio_wait(bio), 0);
+			bio_put(bio);
+			for (i = 0; i < r->n; i++) {
+				sector_t s = r->pieces[i].sector, n = r->pieces[i].size / 512;
+
+				ck_assert_uint_eq(s, expect);
+				ck_assert_uint_gt(n, 0);
+				ck_assert_uint_le(n, max);
+				if (i + 1 < r->n && max >= pbs)
+					ck_assert_msg((s + n) % pbs == 0,
+						      "max %u from %u: piece %u ends at sector %u, inside a physical block",
+						      max, starts[k], i, (unsigned int)(s + n));
+				/* below one block: a whole limit, or up to a block */
+				if (i + 1 < r->n && max < pbs && (s + n) % pbs)
+					ck_assert_uint_eq(n, max);
+				expect += n;
+			}
+			ck_assert_uint_eq(expect, starts[k] + len);
+		}
+		put_disk(disk);
+	}
+	free(mem);
+	free(r);
+}
+END_TEST
+
 START_TEST(test_split_to_limits_discard)
 {
 	struct queue_limits lim;
@@ -960,6 +1024,7 @@ int main(void)
 		test_submit_filters_misaligned,
 		test_split_to_limits,
 		test_split_nowait,
+		test_split_physical_block,
 		test_split_to_limits_discard,
 		test_split_discard_granularity,
 		test_segment_size_no_overflow,
