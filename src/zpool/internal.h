@@ -251,7 +251,8 @@ struct zpool {
 	struct zpool_page_source src;
 	struct size_class *classes[ZP_NR_CLASSES]; /* by size index; merged share */
 	struct size_class *class_storage;
-	unsigned int nr_distinct;
+	size_t class_pages;	 /* pages of class_storage */
+	unsigned int nr_distinct; /* classes in it whose lock was made */
 	unsigned int max_chain;
 	unsigned int flags;
 	int comp;		 /* enum zp_comp */

@@ -82,6 +82,12 @@ int zpool__classes_init(struct zpool *pool)
 						 true);
 	if (!pool->class_storage)
 		return -ENOMEM;
+	/*
+	 * Kept, not recomputed from nr_distinct at the end: a lock that
+	 * cannot be made leaves fewer classes than the storage was sized
+	 * for, and the storage must still go back whole.
+	 */
+	pool->class_pages = (bytes + ZP_PAGE_SIZE - 1) / ZP_PAGE_SIZE;
 	memset(pool->class_storage, 0, bytes);
 	pool->huge_class_size = 0;
 	for (i = ZP_NR_CLASSES; i-- > 0;) {
@@ -129,9 +135,7 @@ void zpool__classes_destroy(struct zpool *pool)
 		zpool__rwlock_free(c->lock);
 	}
 	if (pool->class_storage)
-		zpool__pages_free(pool, pool->class_storage,
-				  (pool->nr_distinct * sizeof(struct size_class) +
-				   ZP_PAGE_SIZE - 1) / ZP_PAGE_SIZE, true);
+		zpool__pages_free(pool, pool->class_storage, pool->class_pages, true);
 }
 
 struct size_class *zpool__class_for(struct zpool *pool, size_t size)

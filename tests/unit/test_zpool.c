@@ -569,6 +569,71 @@ START_TEST(test_page_source_failures)
 }
 END_TEST
 
+/*
+ * A pthread_rwlock_init() of this program, which the library's internal
+ * static build calls instead of the C library's: call number
+ * @rwlock_fail_at (counted from 1 while it is set) fails.  The library
+ * passes no attributes, and a lock so initialised is the static
+ * initialiser's default lock, so no dlsym() is needed.
+ */
+static long rwlock_calls, rwlock_fail_at;
+
+int pthread_rwlock_init(pthread_rwlock_t *restrict l, const pthread_rwlockattr_t *restrict a)
+{
+	const pthread_rwlock_t init = PTHREAD_RWLOCK_INITIALIZER;
+
+	if (a)
+		abort(); /* no caller in this program passes attributes */
+	if (rwlock_fail_at && ++rwlock_calls == rwlock_fail_at)
+		return EAGAIN;
+	*l = init;
+	return 0;
+}
+
+/*
+ * A lock that cannot be made at any point of zpool_create() fails it with
+ * ENOMEM and gives every page back, the class table's included (it was
+ * given back by the count of classes made so far, not the count it was
+ * made for).  Once creation succeeds, what the pool counts is what it
+ * holds from its source.
+ */
+START_TEST(test_create_lock_failures)
+{
+	size_t arena_bytes = 64 * PG;
+	unsigned char *mem = malloc(arena_bytes);
+	struct failing_source f;
+	struct zpool_page_source src = { .alloc = failing_alloc, .free = failing_free, .ctx = &f };
+	struct zpool_config cfg = ZPOOL_CONFIG_INIT;
+	struct zpool *pool = NULL;
+	struct zpool_stats st;
+	long k, failed = 0;
+
+	ck_assert_ptr_nonnull(mem);
+	cfg.page_source = &src;
+	for (k = 1; !pool; k++) {
+		memset(&f, 0, sizeof(f));
+		ck_assert_int_eq(zpool_arena_init(mem, arena_bytes, &f.arena_src), 0);
+		rwlock_calls = 0;
+		rwlock_fail_at = k;
+		pool = zpool_create(&cfg);
+		rwlock_fail_at = 0;
+		if (pool)
+			break;
+		ck_assert_int_eq(errno, ENOMEM);
+		ck_assert_msg(f.outstanding == 0,
+			      "lock %ld failed: %ld pages kept from the source", k, f.outstanding);
+		failed++;
+	}
+	/* Every class has a lock, and the codecs one more: each failed once. */
+	ck_assert_int_eq(failed, (long)pool->nr_distinct + 1);
+	zpool_stats(pool, &st);
+	ck_assert_uint_eq(st.mem_used_total, (uint64_t)f.outstanding * PG);
+	zpool_destroy(pool);
+	ck_assert_int_eq(f.outstanding, 0);
+	free(mem);
+}
+END_TEST
+
 START_TEST(test_arena_source)
 {
 	size_t bytes = 512 * PG + 123;
@@ -1000,6 +1065,7 @@ int main(void)
 		test_undecodable_leaves_no_data,
 		test_free_of_corrupt_codec_byte,
 		test_page_source_failures,
+		test_create_lock_failures,
 		test_arena_source,
 		test_default_source_aligned,
 		test_compaction_gives_pages_back,
