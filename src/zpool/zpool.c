@@ -343,7 +343,14 @@ static int store_same(struct zpool *pool, unsigned long word, zpool_handle_t *ha
 		return -ENOMEM;
 	h = zpool__table_alloc(pool, &pool->handles,
 			       (uint64_t)idx << ZP_TAG_BITS | ZP_TAG_SAME);
-	if (!h) {
+	/*
+	 * No class lock orders this store with others: one on another thread
+	 * may have taken the room between the check above and the tables'
+	 * new pages.  Checked again, as store_obj() does.
+	 */
+	if (!h || (limit && mem_used(pool) > limit)) {
+		if (h)
+			zpool__table_free(pool, &pool->handles, h);
 		zpool__table_free(pool, &pool->same, idx);
 		return -ENOMEM;
 	}

@@ -375,6 +375,126 @@ START_TEST(test_mem_limit_refuses_under_compaction)
 }
 END_TEST
 
+/*
+ * A page source over aligned_alloc() whose next allocation, once armed,
+ * waits until the test lets it go: a store then sits between its limit
+ * check and its allocation while another thread stores.
+ */
+struct gate_source {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool armed, held, open;
+};
+
+static void *gate_alloc(void *ctx, size_t bytes)
+{
+	struct gate_source *g = ctx;
+
+	pthread_mutex_lock(&g->lock);
+	if (g->armed) {
+		g->armed = false;
+		g->held = true;
+		pthread_cond_broadcast(&g->cond);
+		while (!g->open)
+			pthread_cond_wait(&g->cond, &g->lock);
+	}
+	pthread_mutex_unlock(&g->lock);
+	return aligned_alloc(PG, bytes);
+}
+
+static void gate_free(void *ctx, void *mem, size_t bytes)
+{
+	(void)ctx;
+	(void)bytes;
+	free(mem);
+}
+
+struct same_store {
+	struct zpool *pool;
+	zpool_handle_t h;
+	int ret;
+};
+
+static void *store_same_page(void *arg)
+{
+	struct same_store *a = arg;
+	unsigned char page[PG];
+
+	make_page(page, PAGE_SAME, 5, 0);
+	a->ret = zpool_store(a->pool, page, &a->h);
+	return NULL;
+}
+
+/*
+ * A same-filled store checks the limit before it makes its table pages, as
+ * every store does; a store on another thread between that check and the
+ * pages must not take the pool past mem_limit.  The first same-filled page
+ * needs three table pages and the limit leaves room for exactly three: a
+ * raw page stored while the same-filled store waits in the page source
+ * takes one of them, so one of the two must be refused.
+ */
+START_TEST(test_same_store_races_limit)
+{
+	struct gate_source g = { .armed = false };
+	struct zpool_page_source src = { .alloc = gate_alloc, .free = gate_free, .ctx = &g,
+					 .lazy = true };
+	struct zpool_config cfg = ZPOOL_CONFIG_INIT;
+	struct same_store a = { .ret = -1 };
+	struct zpool_stats before, after, st;
+	unsigned char page[PG], out[PG];
+	zpool_handle_t first, raw;
+	struct zpool *pool;
+	pthread_t t;
+
+	pthread_mutex_init(&g.lock, NULL);
+	pthread_cond_init(&g.cond, NULL);
+	cfg.page_source = &src;
+	pool = zpool_create(&cfg);
+	ck_assert_ptr_nonnull(pool);
+	/* The handle and zspage tables and a descriptor page exist from now on. */
+	make_page(page, PAGE_TEXT, 1, 0);
+	ck_assert_int_eq(zpool_store(pool, page, &first), 0);
+	zpool_stats(pool, &before);
+	zpool_set_mem_limit(pool, before.mem_used_total + 3 * PG);
+
+	pthread_mutex_lock(&g.lock);
+	g.armed = true;
+	pthread_mutex_unlock(&g.lock);
+	a.pool = pool;
+	pthread_create(&t, NULL, store_same_page, &a);
+	pthread_mutex_lock(&g.lock);
+	while (!g.held)
+		pthread_cond_wait(&g.cond, &g.lock);
+	pthread_mutex_unlock(&g.lock);
+	/* The same-filled store has passed its check and waits for its first page. */
+	make_page(page, PAGE_RANDOM, 2, 0);
+	ck_assert_int_eq(zpool_store(pool, page, &raw), 0);
+	zpool_stats(pool, &after);
+	ck_assert_uint_eq(after.mem_used_total, before.mem_used_total + PG);
+	pthread_mutex_lock(&g.lock);
+	g.open = true;
+	pthread_cond_broadcast(&g.cond);
+	pthread_mutex_unlock(&g.lock);
+	pthread_join(t, NULL);
+
+	zpool_stats(pool, &st);
+	ck_assert_msg(st.mem_used_total <= st.mem_limit,
+		      "same-filled store returned %d: mem_used_total %llu past mem_limit %llu",
+		      a.ret, (unsigned long long)st.mem_used_total,
+		      (unsigned long long)st.mem_limit);
+	/* Refused, it changed nothing; the raw page is intact. */
+	ck_assert_int_eq(a.ret, -ENOMEM);
+	ck_assert_mem_eq(&st, &after, sizeof(st));
+	ck_assert_int_eq(zpool_load(pool, raw, out), 0);
+	ck_assert_mem_eq(out, page, PG);
+	zpool_free(pool, raw);
+	zpool_free(pool, first);
+	zpool_destroy(pool);
+	pthread_cond_destroy(&g.cond);
+	pthread_mutex_destroy(&g.lock);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *const threads[] = {
@@ -383,6 +503,7 @@ int main(void)
 		test_short_zspages_no_checksum,
 		test_codec_stores_and_recompression,
 		test_mem_limit_refuses_under_compaction,
+		test_same_store_races_limit,
 		NULL
 	};
 	const struct test_group groups[] = {
