@@ -13,10 +13,14 @@
 #include "internal.h"
 
 /*
- * The documented minimum: a pool's own pages and a default (8-page) zspage
- * fit.  It is not ZP_MAX_CHAIN, so an arena that worked before zspages
- * could be 64 pages long still does; a pool that asks for longer zspages
- * than its arena holds gets -ENOMEM from the stores that need one.
+ * The documented minimum, the longest zspage (ZP_MAX_CHAIN) of when it was
+ * 16 pages at every page size: kept when zspages of 4 and 16 KiB pages
+ * grew to 64, so an arena that worked then still does (at 64 KiB pages
+ * ZP_MAX_CHAIN is still 16, 1 MiB).  It is enough to create a pool, not
+ * to store in it: the pool's own pages (7 at 4 KiB pages, 4 at 16 KiB, 3
+ * at 64 KiB), the table and descriptor pages a first store makes (7) and
+ * a default 8-page zspage can need 22, 19 and 18 pages.  A store that does
+ * not fit the arena gets -ENOMEM.
  */
 #define ARENA_MIN_PAGES 16u
 
