@@ -693,8 +693,12 @@ static int store_pages(struct zpool *pool, struct zpool__codec *codec, const uns
 	if (ret)
 		while (done--)
 			unstore(pool, handles[done]);
-	else
-		zpool__update_max(pool);
+	/*
+	 * Refused or not: a part stored and taken back may leave a zspage
+	 * page touched, which a lazy source's pool counts until compaction
+	 * trims it, and the peak is never below what is held.
+	 */
+	zpool__update_max(pool);
 	return ret;
 }
 

@@ -640,9 +640,10 @@ END_TEST
  *
  * With a lazy source (the default) a part stored and taken back may leave
  * a zspage page touched, counted in mem_used_total until compaction trims
- * it (zsmalloc.c never untouches a page on free): that one counter is only
- * held to the limit there.  An eager source pays for a zspage whole, so
- * with the arena every counter must come back.
+ * it (zsmalloc.c never untouches a page on free): that counter is only
+ * held to the limit there, and mem_used_max, the peak of what is held,
+ * follows it.  An eager source pays for a zspage whole, so with the arena
+ * every counter must come back.
  */
 START_TEST(test_mem_limit_all_or_nothing)
 {
@@ -681,15 +682,26 @@ START_TEST(test_mem_limit_all_or_nothing)
 			/* An eager source pays a whole zspage (up to 8 pages) at once. */
 			room = k % 6 * (lazy ? 3 : 8);
 			zpool_set_mem_limit(pool, st.mem_used_total + room * PG);
+			/* The peak at what is held now: a tight bound to keep. */
+			zpool_reset_mem_used_max(pool);
 			zpool_stats(pool, &st);
 			memset(h + kept, 0, n * sizeof(*h));
 			ret = zpool_store_pages(pool, run, n, h + kept);
 			zpool_stats(pool, &st2);
 			ck_assert_uint_le(st2.mem_used_total, st2.mem_limit);
+			/* Whatever was refused, the peak is never below what is held. */
+			ck_assert_msg(st2.mem_used_max >= st2.mem_used_total,
+				      "store_pages %u (%d): mem_used_max %llu below mem_used_total %llu",
+				      k, ret, (unsigned long long)st2.mem_used_max,
+				      (unsigned long long)st2.mem_used_total);
 			if (ret) {
 				ck_assert_int_eq(ret, -ENOMEM);
-				if (lazy)
+				if (lazy) {
+					/* The touched page is held: the peak follows it. */
+					ck_assert_uint_eq(st2.mem_used_max, st2.mem_used_total);
 					st2.mem_used_total = st.mem_used_total;
+					st2.mem_used_max = st.mem_used_max;
+				}
 				assert_same_stats(&st, &st2, "refused store_pages", k);
 				/* Handles written before the refusal were taken back. */
 				for (i = 0; i < n; i++)
