@@ -796,6 +796,32 @@ int zram_format_io_stat(const struct zram_io_stat *s, char *buf, size_t len)
 }
 
 /*
+ * Under the slot's lock: @page, a page of a group, stored alone by the
+ * algorithm its flags say wrote it.  Recompression's priority is kept, or
+ * its gain would be lost and, the page still marked as recompressed, never
+ * sought again.  Where that algorithm is gone, or would keep the page raw,
+ * the primary one stores it, as a new write would, and the mark goes.
+ */
+static int store_alone(struct zram *z, struct zram_slot *s, const void *page,
+		       zpool_handle_t *h)
+{
+	uint32_t f = atomic_load_explicit(&s->flags, memory_order_relaxed);
+	unsigned int prio = f & ZRAM_RECOMP ? (f & ZRAM_PRIO_MASK) >> ZRAM_PRIO_SHIFT : 0;
+	int ret;
+
+	if (prio) {
+		ret = zpool__store_pages_slot(z->pool, prio, page, 1, h);
+		if (ret <= 0 && ret != -ENOENT)
+			return ret;
+	}
+	ret = zpool_store(z->pool, page, h);
+	if (!ret && prio)
+		atomic_fetch_and_explicit(&s->flags, ~(ZRAM_RECOMP | ZRAM_PRIO_MASK),
+					  memory_order_relaxed);
+	return ret;
+}
+
+/*
  * A page left in a group (ZPOOL_F_MULTI_PAGE) whose other pages were
  * overwritten, discarded or written back holds the whole group's memory
  * until it goes too.  Once at most half a group's pages are left, each is
@@ -817,7 +843,7 @@ static void regroup_slot(struct zram *z, struct zram_slot *s, uint64_t index, vo
 	moved = !(atomic_load_explicit(&s->flags, memory_order_relaxed) &
 		  (ZRAM_WB | ZRAM_UNDER_WB)) &&
 		old && zpool__group_sparse(z->pool, old) && !zpool_load(z->pool, old, scratch) &&
-		!zpool_store(z->pool, scratch, &h);
+		!store_alone(z, s, scratch, &h);
 	if (moved)
 		s->handle = (uint32_t)h;
 	slot_unlock(s);

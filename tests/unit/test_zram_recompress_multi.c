@@ -831,11 +831,81 @@ START_TEST(test_reset_race)
 }
 END_TEST
 
+/* The codec id that wrote page @i's object (its group's): 0 for the primary algorithm. */
+static unsigned int codec_of(struct zram *z, uint64_t i)
+{
+	struct zpool *pool = z->pool;
+	uint32_t h = handle_of(z, i);
+	uint64_t e = zpool__table_get(&pool->handles, h);
+	const struct size_class *c;
+	struct zspage *zsp;
+
+	if (zp_entry_is_member(e)) {
+		h = zp_group_handle(zpool__table_get(&pool->groups, zp_entry_same_index(e)));
+		e = zpool__table_get(&pool->handles, h);
+	}
+	ck_assert_int_eq(zp_entry_tag(e), ZP_TAG_OBJ);
+	if (!zp_entry_has_codec(e))
+		return 0;
+	c = pool->classes[zp_entry_class(e)];
+	zsp = zpool__zspage(pool, zp_entry_zspage(e));
+	return zpool__obj_addr(c, zsp, zp_entry_slot(e))[0];
+}
+
+/*
+ * zram_compact() stores the pages left in a half-empty group again alone.
+ * A group that recompression wrote must come out of it written by the
+ * same algorithm, as its pages' priority says: stored with the primary
+ * one, they grew back and, marked as recompressed at that priority, were
+ * never tried again.
+ */
+START_TEST(test_regroup_keeps_codec)
+{
+	const uint64_t n = GRP;
+	struct zram *z = new_zram_dev(n, "lz4", MULTI);
+	unsigned int id;
+	uint64_t i;
+
+	if (ZP_GROUP_PAGES < 2) {
+		zram_destroy(z); /* no groups at this page size */
+		return;
+	}
+	for (i = 0; i < n; i++)
+		text_page(want + i * PG, i, 0);
+	ck_assert_int_eq(zram_pages_io(z, REQ_OP_WRITE, 0, want, (unsigned int)n), 0);
+	ck_assert_int_eq(zram_set_recomp_algorithm(z, strong(), 1), 0);
+	ck_assert_int_eq(recompress(z, ZRAM_RECOMP_ALL, 0, 0), (int64_t)n);
+	id = z->pool->codecs->slot[1];
+	ck_assert_uint_ne(id, 0);
+	for (i = 0; i < n; i++) {
+		ck_assert_uint_eq(prio_of(z, i), 1);
+		ck_assert_uint_ne(group_of_page(z, i), 0);
+		ck_assert_uint_eq(codec_of(z, i), id);
+	}
+	/* Every other page rewritten: each group, whatever its length, is half empty. */
+	for (i = 0; i < n; i += 2) {
+		text_page(want + i * PG, i, 1);
+		ck_assert_int_eq(zram_pages_io(z, REQ_OP_WRITE, i, want + i * PG, 1), 0);
+	}
+	zram_compact(z);
+	for (i = 1; i < n; i += 2) {
+		ck_assert_uint_eq(group_of_page(z, i), 0); /* alone now */
+		ck_assert_uint_eq(prio_of(z, i), 1);
+		ck_assert_msg(codec_of(z, i) == id,
+			      "page %llu, recompressed at priority 1, is stored by codec %u, not %u",
+			      (unsigned long long)i, codec_of(z, i), id);
+	}
+	for (i = 0; i < n; i++)
+		check_page(z, i, want + i * PG);
+	finish(z, n, n);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *const edges[] = { test_window_edge, test_mixed_prio, test_partial_groups,
 				       test_mem_limit, test_corrupt, test_max_pages, test_codecs,
-				       NULL };
+				       test_regroup_keeps_codec, NULL };
 	const TTest *const windows[] = { test_lone_same_random, NULL };
 	const TTest *const races[] = { test_race, NULL };
 	const TTest *const resets[] = { test_reset_race, NULL };
