@@ -149,6 +149,27 @@ static inline uint32_t group_of_page(struct zram *z, uint64_t i)
 	return zp_entry_is_member(e) ? zp_entry_same_index(e) + 1 : 0;
 }
 
+/* The codec id that wrote page @i's object (its group's): 0 for the primary algorithm. */
+static inline unsigned int codec_of(struct zram *z, uint64_t i)
+{
+	struct zpool *pool = z->pool;
+	uint32_t h = handle_of(z, i);
+	uint64_t e = zpool__table_get(&pool->handles, h);
+	const struct size_class *c;
+	struct zspage *zsp;
+
+	if (zp_entry_is_member(e)) {
+		h = zp_group_handle(zpool__table_get(&pool->groups, zp_entry_same_index(e)));
+		e = zpool__table_get(&pool->handles, h);
+	}
+	ck_assert_int_eq(zp_entry_tag(e), ZP_TAG_OBJ);
+	if (!zp_entry_has_codec(e))
+		return 0;
+	c = pool->classes[zp_entry_class(e)];
+	zsp = zpool__zspage(pool, zp_entry_zspage(e));
+	return zpool__obj_addr(c, zsp, zp_entry_slot(e))[0];
+}
+
 /*
  * With no I/O in flight: the counters of @z's pool against what the slots
  * of its first @pages pages reference, so that a leaked or doubly freed
