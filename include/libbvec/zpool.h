@@ -267,7 +267,8 @@ group with its stronger algorithm.
  * or the pages would pass mem_limit, in which case none was stored (what
  * @handles holds then is not in use) and no statistic changed, except that
  * with the default page source mem_used_total may count a zspage page
- * touched meanwhile until the next zpool_compact().
+ * touched meanwhile until the next zpool_compact(), and mem_used_max,
+ * never below mem_used_total, counts it too.
  */
 BVEC_API int zpool_store_pages(struct zpool *pool, const void *pages, unsigned int nr,
 			       zpool_handle_t *handles);
