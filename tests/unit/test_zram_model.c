@@ -125,7 +125,10 @@ START_TEST(test_random_multi_page)
 {
 	struct zram_config cfg = ZRAM_CONFIG_INIT;
 	struct tdisk *t = tdisk_new(NPAGES, false);
-	struct rng rng = { 0x5eed0000ull + (uint64_t)_i + (getenv("ZM_SEED") ? 1000 * strtoull(getenv("ZM_SEED"), NULL, 0) : 0) };
+	/* ZRAM_MODEL_SEED=N runs other sequences (a soak), as NBD_MODEL_SEED does. */
+	const char *seed = getenv("ZRAM_MODEL_SEED");
+	struct rng rng = { 0x5eed0000ull + (uint64_t)_i +
+			   (seed ? 1000 * strtoull(seed, NULL, 0) : 0) };
 	unsigned int steps = test_scale(3000), step, refused = 0, wb = 0, recomp = 0;
 	unsigned char *buf = malloc((size_t)(2 * GRP + 1) * PG);
 	struct model m = { .gen = 1 };
