@@ -546,6 +546,15 @@ static void split_and_record(struct bio *bio)
 
 static const struct block_device_operations split_ops = { .submit_bio = split_and_record };
 
+/* A 512 MiB disk of @lim whose driver splits to its limits and records @r. */
+static struct gendisk *splitting_disk(const struct queue_limits *lim, struct recorder *r)
+{
+	struct gendisk *disk = test_disk(lim, &split_ops, r, sizeof(*r));
+
+	set_capacity(disk, 1 << 20);
+	return disk;
+}
+
 START_TEST(test_split_to_limits)
 {
 	struct queue_limits lim;
@@ -561,11 +570,7 @@ START_TEST(test_split_to_limits)
 	lim.max_segments = 3;
 	lim.max_segment_size = PS;
 	lim.seg_boundary_mask = 2 * PS - 1;
-	disk = blk_alloc_disk(&lim, -1);
-	ck_assert_ptr_nonnull(disk);
-	disk->fops = &split_ops;
-	disk->private_data = r;
-	set_capacity(disk, 1 << 20);
+	disk = splitting_disk(&lim, r);
 
 	for (round = 0; round < test_scale(200); round++) {
 		struct bio *bio = bio_alloc(disk->part0, 16, REQ_OP_WRITE, GFP_KERNEL);
@@ -619,11 +624,7 @@ START_TEST(test_split_nowait)
 
 	memset(&lim, 0, sizeof(lim));
 	lim.max_sectors = PS / 512;
-	disk = blk_alloc_disk(&lim, -1);
-	ck_assert_ptr_nonnull(disk);
-	disk->fops = &split_ops;
-	disk->private_data = r;
-	set_capacity(disk, 1 << 20);
+	disk = splitting_disk(&lim, r);
 
 	bio = bio_alloc(disk->part0, 1, REQ_OP_WRITE | REQ_NOWAIT, GFP_KERNEL);
 	ck_assert_int_eq(bio_add_virt(bio, mem, 2 * PS), (int)(2 * PS));
@@ -673,11 +674,7 @@ START_TEST(test_split_physical_block)
 		memset(&lim, 0, sizeof(lim));
 		lim.physical_block_size = pbs * 512;
 		lim.max_sectors = max;
-		disk = blk_alloc_disk(&lim, -1);
-		ck_assert_ptr_nonnull(disk);
-		disk->fops = &split_ops;
-		disk->private_data = r;
-		set_capacity(disk, 1 << 20);
+		disk = splitting_disk(&lim, r);
 		for (k = 0; k < sizeof(starts) / sizeof(starts[0]); k++) {
 			sector_t expect = starts[k];
 
@@ -720,10 +717,7 @@ START_TEST(test_split_to_limits_discard)
 
 	memset(&lim, 0, sizeof(lim));
 	lim.max_discard_sectors = 100;
-	disk = blk_alloc_disk(&lim, -1);
-	disk->fops = &split_ops;
-	disk->private_data = r;
-	set_capacity(disk, 1 << 20);
+	disk = splitting_disk(&lim, r);
 	bio_init(&bio, disk->part0, NULL, 0, REQ_OP_DISCARD);
 	bio.bi_iter.bi_size = 250 * 512;
 	ck_assert_int_eq(submit_bio_wait(&bio), 0);
@@ -763,11 +757,7 @@ START_TEST(test_split_discard_granularity)
 	lim.max_hw_discard_sectors = gs + gs / 2;	/* a granule and a half */
 	lim.max_secure_erase_sectors = 2 * gs + gs / 2;
 	lim.max_write_zeroes_sectors = gs + gs / 2;
-	disk = blk_alloc_disk(&lim, -1);
-	ck_assert_ptr_nonnull(disk);
-	disk->fops = &split_ops;
-	disk->private_data = r;
-	set_capacity(disk, 1 << 20);
+	disk = splitting_disk(&lim, r);
 	for (o = 0; o < 2; o++) {
 		unsigned int max = o ? 2 * gs + gs / 2 : gs + gs / 2;
 
@@ -816,11 +806,7 @@ START_TEST(test_split_discard_granularity)
 	memset(&lim, 0, sizeof(lim));
 	lim.discard_granularity = 4 * PS;
 	lim.max_hw_discard_sectors = gs;
-	disk = blk_alloc_disk(&lim, -1);
-	ck_assert_ptr_nonnull(disk);
-	disk->fops = &split_ops;
-	disk->private_data = r;
-	set_capacity(disk, 1 << 20);
+	disk = splitting_disk(&lim, r);
 	r->n = 0;
 	bio_init(&bio, disk->part0, NULL, 0, REQ_OP_DISCARD);
 	bio.bi_iter.bi_sector = 1;
