@@ -71,6 +71,20 @@ static void stripe_submit_bio(struct bio *bio)
 	struct stripe *s = bio->bi_bdev->bd_disk->private_data;
 	struct bio *flushes;
 
+	/*
+	 * A REQ_NOWAIT READ or WRITE must end with none of it done if it
+	 * ends with BLK_STS_AGAIN.  Split over chunks, a child that must
+	 * split its piece refuses it after others were done (and our own
+	 * split may wait): refused whole here, as dm does.  Inside one
+	 * chunk it goes to one child, which does it or refuses it whole.
+	 */
+	if ((bio->bi_opf & REQ_NOWAIT) &&
+	    (bio_op(bio) == REQ_OP_READ || bio_op(bio) == REQ_OP_WRITE) &&
+	    bio_sectors(bio) > s->chunk_sectors -
+				   (unsigned int)(bio->bi_iter.bi_sector % s->chunk_sectors)) {
+		bio_wouldblock_error(bio);
+		return;
+	}
 	if (bio->bi_opf & REQ_PREFLUSH) {
 		if (!bio->bi_iter.bi_size) {
 			/* An empty flush: it completes after every child's. */

@@ -466,6 +466,66 @@ START_TEST(test_discard_limits_stack)
 }
 END_TEST
 
+/* A child that splits to its own limits, as zram and the file disks do. */
+static void split_seen_submit(struct bio *bio)
+{
+	bio = bio_split_to_limits(bio);
+	if (bio)
+		seen_submit(bio);
+}
+
+static const struct block_device_operations split_seen_ops = { .submit_bio = split_seen_submit };
+
+/*
+ * A REQ_NOWAIT READ or WRITE ends with BLK_STS_AGAIN with none of it done,
+ * or the caller, told to retry, cannot know what it already changed.  The
+ * stripe cannot split one without waiting either, and a child that must
+ * split its piece refuses that piece only, after others were written: so
+ * the stripe refuses one that crosses a chunk whole, as dm does, and one
+ * inside a chunk goes to a single child, which refuses it whole or does it.
+ */
+START_TEST(test_nowait_whole_or_nothing)
+{
+	const unsigned int ps = (unsigned int)(PG / 512);
+	unsigned char *buf = calloc(1, 3 * PG);
+	struct queue_limits lim;
+	struct gendisk *children[2];
+	struct gendisk *s;
+	unsigned int i;
+	int ret;
+
+	ck_assert_ptr_nonnull(buf);
+	memset(&lim, 0, sizeof(lim));
+	lim.max_sectors = ps; /* a chunk (two pages) is split by the child */
+	for (i = 0; i < 2; i++) {
+		children[i] = seen_child(i, &lim);
+		children[i]->fops = &split_seen_ops;
+	}
+	s = bvec_stripe_create(children, 2, CHUNK_SECTORS);
+	ck_assert_ptr_nonnull(s);
+
+	/* The last page of chunk 0 (fits child 0) and all of chunk 1. */
+	memset(seen, 0, sizeof(seen));
+	ret = io(s, REQ_OP_WRITE | REQ_NOWAIT, PG, buf, 3 * PG);
+	ck_assert_msg(seen[0].n[REQ_OP_WRITE] + seen[1].n[REQ_OP_WRITE] == 0,
+		      "REQ_NOWAIT write ended %d after %u pieces were written",
+		      ret, seen[0].n[REQ_OP_WRITE] + seen[1].n[REQ_OP_WRITE]);
+	ck_assert_int_eq(ret, -EAGAIN);
+	/* Inside one chunk, too large for its child: refused whole. */
+	ck_assert_int_eq(io(s, REQ_OP_READ | REQ_NOWAIT, 0, buf, 2 * PG), -EAGAIN);
+	ck_assert_uint_eq(seen[0].n[REQ_OP_READ], 0);
+	/* One that needs no split goes through; without the flag, all do. */
+	ck_assert_int_eq(io(s, REQ_OP_WRITE | REQ_NOWAIT, PG, buf, PG), 0);
+	ck_assert_uint_eq(seen[0].n[REQ_OP_WRITE], 1);
+	ck_assert_int_eq(io(s, REQ_OP_WRITE, PG, buf, 3 * PG), 0);
+	ck_assert_uint_eq(seen[0].n[REQ_OP_WRITE] + seen[1].n[REQ_OP_WRITE], 4);
+	put_disk(s);
+	for (i = 0; i < 2; i++)
+		put_disk(children[i]);
+	free(buf);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *const raid0[] = {
@@ -476,6 +536,7 @@ int main(void)
 		test_preflush_before_data,
 		test_block_size_stacks,
 		test_discard_limits_stack,
+		test_nowait_whole_or_nothing,
 		NULL
 	};
 	const struct test_group groups[] = {
