@@ -1088,6 +1088,18 @@ static bool all_zero(const unsigned char *p, size_t len)
 	return !len || (!p[0] && !memcmp(p, p + 1, len - 1));
 }
 
+/* A buffer for one request, or NULL with the request's error set. */
+static unsigned char *request_buffer(uint64_t bytes, const char *what)
+{
+	unsigned char *p = malloc((size_t)bytes);
+
+	if (!p) {
+		nbdkit_error("no memory for a %" PRIu64 "-byte %s", bytes, what);
+		nbdkit_set_error(ENOMEM);
+	}
+	return p;
+}
+
 /*
  * Bytes not on sector boundaries: the sectors around them are read into a
  * bounce buffer, patched and written back, alone: a write of the same
@@ -1104,14 +1116,11 @@ static int partial(void *dst, const void *src, uint32_t len, uint64_t off, blk_o
 {
 	uint64_t first = off / SECTOR * SECTOR;
 	uint64_t span = (off + len + SECTOR - 1) / SECTOR * SECTOR - first;
-	unsigned char *bounce = malloc((size_t)span);
+	unsigned char *bounce = request_buffer(span, "bounce buffer");
 	int ret;
 
-	if (!bounce) {
-		nbdkit_error("no memory for a %" PRIu64 "-byte bounce buffer", span);
-		nbdkit_set_error(ENOMEM);
+	if (!bounce)
 		return -1;
-	}
 	if (!dst) /* a read changes nothing: it needs no lock */
 		pthread_rwlock_wrlock(&zp.rmw);
 	ret = submit(REQ_OP_READ, first, bounce, (uint32_t)span);
@@ -1211,14 +1220,11 @@ static int write_zeroes(uint64_t a, uint64_t b, uint32_t flags)
 static int zero_in_page(uint64_t a, uint64_t b, uint32_t flags)
 {
 	uint64_t page = a / PAGE * PAGE;
-	unsigned char *buf = malloc((size_t)PAGE);
+	unsigned char *buf = request_buffer(PAGE, "page buffer");
 	bool noop;
 
-	if (!buf) {
-		nbdkit_error("no memory for a %" PRIu64 "-byte page buffer", PAGE);
-		nbdkit_set_error(ENOMEM);
+	if (!buf)
 		return -1;
-	}
 	if (submit(REQ_OP_READ, page, buf, (uint32_t)PAGE)) {
 		free(buf);
 		return -1;
