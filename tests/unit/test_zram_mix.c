@@ -122,6 +122,7 @@ struct mix {
 	atomic_bool stop;
 	atomic_uint writers_done;
 	atomic_bool want_reset;	/* writer 0 waits halfway for a reset */
+	atomic_bool pin_low;	/* writer 0 holds mem_limit at a page */
 	atomic_uint_fast64_t refused, wb_pages, recomp_pages, resets_done;
 };
 
@@ -197,6 +198,24 @@ static void *writer_fn(void *arg)
 			atomic_store(&m->want_reset, true);
 			while (!atomic_load(&m->resets_done))
 				usleep(100);
+		}
+		/*
+		 * In the limit modes, writes refused at least once while the
+		 * others race: the random limits alone missed now and then
+		 * where the writers are short (small scale, 64 KiB pages).
+		 * From halfway until a write is refused, writer 0 holds the
+		 * limit at one page, below what is in use, so every store
+		 * that needs memory is refused; the control threads leave
+		 * the limit alone meanwhile.  Set before each write, as a
+		 * control thread may have been setting one as the pin began.
+		 */
+		if (m->limit && w->id == 0 && k == w->rounds / 2 && !atomic_load(&m->refused))
+			atomic_store(&m->pin_low, true);
+		if (atomic_load(&m->pin_low) && w->id == 0) {
+			if (atomic_load(&m->refused))
+				atomic_store(&m->pin_low, false);
+			else
+				zram_set_mem_limit(m->z, PG);
 		}
 		uint64_t i = win * GRP + rng_range(&g, 0, GRP - 1);
 		unsigned int nr = rng_range(&g, 1, GRP - (unsigned int)(i % GRP));
@@ -350,7 +369,7 @@ static void *control_fn(void *arg)
 		} else if (what < 10) {
 			zram_compact(m->z);
 		} else if (what < 13) {
-			if (m->limit) {
+			if (m->limit && !atomic_load(&m->pin_low)) {
 				struct zpool_stats st;
 
 				zram_mm_stat(m->z, &st);
