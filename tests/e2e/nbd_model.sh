@@ -12,11 +12,11 @@
 # path through the plugin (bounce buffer, groups, marks, huge pages); then
 # some in flight at once on disjoint bytes of shared sectors, and two
 # connections.  The model is the plugin's documented behaviour: trim zeroes
-# the whole sectors of its range and leaves the rest; a request past the end
-# or of no bytes changes nothing (nbdkit refuses both); a refused request
-# (EIO, only at mem_limit) leaves each page's part of its range all old or
-# all new (for a trim or zero, each part on either side of where its whole
-# sectors start and end), and the whole pages of a refused trim or zero
+# the whole pages of its range and leaves the rest, and is never refused; a
+# request past the end or of no bytes changes nothing (nbdkit refuses both);
+# a refused request (EIO, only at mem_limit) leaves each page's part of its
+# range all old or all new (for a zero, each part on either side of where
+# its whole sectors start and end), and the whole pages of a refused zero
 # zeroed.  Extents must start where asked, follow each other, stay inside
 # the disk, and whatever they call zero must be zero.  NBD_MODEL_SEED (1)
 # and NBD_MODEL_OPS (400 a configuration) change the run, NBD_MODEL_ONLY=NAME
@@ -194,9 +194,9 @@ def refused(e, what):
 
 def settle(c, off, n, new, whole, what):
     """After a refused change of [off, off + n) to new: each piece reads all
-    old or all new, the whole pages of a trim or zero (whole) new; the model
-    takes what the disk holds.  A piece is a page's part of the range, and
-    for a trim or zero also cut where its whole sectors start and end: the
+    old or all new, the whole pages of a zero (whole) new; the model takes
+    what the disk holds.  A piece is a page's part of the range, and for a
+    zero also cut where its whole sectors start and end: the
     plugin zeroes a partial sector apart from the whole ones, and stores
     each (nbd_mem_limit.sh)."""
     try:
@@ -232,9 +232,9 @@ def flagstr(f):
     return ",".join(s for b, s in names if f & b) or "-"
 
 def trim_new(off, n):
-    """What a trim makes of [off, off + n): its whole sectors zeroed."""
-    a = (off + SECTOR - 1) // SECTOR * SECTOR
-    b = (off + n) // SECTOR * SECTOR
+    """What a trim makes of [off, off + n): its whole pages zeroed."""
+    a = (off + PAGE - 1) // PAGE * PAGE
+    b = (off + n) // PAGE * PAGE
     new = bytearray(model[off:off + n])
     if a < b:
         new[a - off:b - off] = bytes(b - a)
@@ -261,9 +261,7 @@ def trim(c, off, n, flags, tag=""):
     try:
         c.trim(n, off, flags)
     except nbd.Error as e:
-        refused(e, what)
-        settle(c, off, n, new, True, what)
-        return False
+        fail(f"{what} failed: {e}; a trim stores nothing, so it cannot be refused")
     model[off:off + n] = new
     return True
 
@@ -474,6 +472,8 @@ def batch(conns):
         except nbd.Error as e:
             if buf is not None:
                 fail(f"{what} failed: {e}")
+            if what.startswith("trim"):
+                fail(f"{what} failed: {e}; a trim stores nothing, so it cannot be refused")
             refused(e, what)
             settle(c, off, n, new, whole, what)
             continue

@@ -8,7 +8,9 @@
 # be refused, the request still succeeds.  A zero with NO_HOLE of part of a
 # page of data whose bytes are zero already changes nothing either, and
 # must succeed at mem_limit too; of part of a page never written it makes
-# the page allocated zeroes, which needs no memory.
+# the page allocated zeroes, which needs no memory.  A trim frees whole
+# pages only and leaves parts of pages as they are, as zram's discard does,
+# so it too succeeds at mem_limit.
 . "$(dirname "$0")/nbd_lib.sh"
 
 [ -n "$PY" ] || skip "no Python libnbd bindings (Debian: python3-libnbd)"
@@ -109,6 +111,34 @@ if page_type(pages[-1] + PAGE) != nbd.STATE_ZERO:
     fail("a NO_HOLE zero of part of a page never written did not make it allocated zeroes")
 print(f"at mem_limit, {len(pages)} NO_HOLE zeroes of bytes already zero in pages of data "
       "succeeded and changed nothing")
+
+# 4. Still at mem_limit, trims of parts of pages of data, data bytes
+# included, and one across a whole page between two parts.  A trim frees
+# whole pages and leaves parts of pages as they are, as the kernel's zram
+# does: it must not store a page again, so it succeeds, and only the whole
+# page changes (to a hole).
+errors = []
+for i, p in enumerate(pages[:8]):
+    at, n = [(0, PAGE // 2), (17, 1000), (512, PAGE - 1024), (PAGE // 4, PAGE // 2)][i % 4]
+    try:
+        h.trim(n, p + at)
+    except nbd.Error as e:
+        errors.append(f"{n} bytes at {p + at}: {e}")
+whole = pages[9]
+try:
+    h.trim(3 * PAGE - 1024, pages[8] + 512)
+except nbd.Error as e:
+    errors.append(f"{3 * PAGE - 1024} bytes at {pages[8] + 512}: {e}")
+if errors:
+    fail(f"{len(errors)} of 9 trims of parts of pages of data were refused at mem_limit, "
+         f"e.g. {errors[0]}")
+for p, b in zip(pages, before):
+    want = bytes(PAGE) if p == whole else b
+    if h.pread(PAGE, p) != want:
+        fail(f"the page at {p} is not {'zeroes' if p == whole else 'as it was'} after the trims")
+if page_type(whole) != nbd.STATE_HOLE | nbd.STATE_ZERO:
+    fail("the whole page inside a trim is not a hole")
+print("at mem_limit, 9 trims of parts of pages of data succeeded, freeing only the whole page")
 h.shutdown()
 PY
 nbd_stop || fail "nbdkit did not stop cleanly"

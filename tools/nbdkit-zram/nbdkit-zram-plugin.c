@@ -1178,13 +1178,15 @@ static int on_flush(void *handle, uint32_t flags)
 }
 
 /*
- * DISCARD over the whole sectors of the range.  zram frees the whole pages
- * and zeroes the sectors of partial ones; the bytes of partial sectors at
- * the ends are left as they are, which a trim is allowed to do.
+ * DISCARD over the whole pages of the range; the parts of pages at its ends
+ * are left as they are, as the kernel's zram leaves them.  A trim is there
+ * to give memory back, and zeroing part of a page would store the page
+ * again: at mem_limit a trim could then fail for want of the memory it was
+ * meant to free.  NBD lets a trim leave any of its bytes as they were.
  */
 static int on_trim(void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 {
-	uint64_t a = (offset + SECTOR - 1) / SECTOR * SECTOR, b = (offset + count) / SECTOR * SECTOR;
+	uint64_t a = (offset + PAGE - 1) / PAGE * PAGE, b = (offset + count) / PAGE * PAGE;
 
 	(void)handle;
 	if (a >= b)
