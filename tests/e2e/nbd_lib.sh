@@ -38,6 +38,18 @@ NBDKIT_PID=
 # when a client vanishes mid-request.  Leaks do not change nbdkit's exit
 # status, which is checked on its own.
 SAN_PRELOAD=$(ldd "$PLUGIN" | awk '/lib(asan|tsan|ubsan)\.so/ {print $3}' | paste -sd: -)
+# LD_PRELOAD splits at spaces and colons, which a build directory may hold:
+# the plugin is loaded through a link in $WORK, whose name has neither.  The
+# link is to its directory, so that $ORIGIN in its run path still finds the
+# build tree's libraries.
+if [ -n "$SAN_PRELOAD" ]; then
+	ln -s "$(dirname "$(realpath "$PLUGIN")")" "$WORK/plugin"
+	PLUGIN=$WORK/plugin/$(basename "$PLUGIN")
+	# ld.so only warns when it cannot preload, and the leaks would pass
+	# unseen: make that a failure.
+	! env LD_PRELOAD="$SAN_PRELOAD:$PLUGIN" true 2>&1 | grep . ||
+		fail "the sanitizer runtime and the plugin cannot be preloaded"
+fi
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$WORK/sanitizer"
 export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}exitcode=0"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$WORK/sanitizer"
