@@ -197,11 +197,19 @@ struct gendisk *bvec_stripe_create(struct gendisk *const *children, unsigned int
 		return NULL;
 	}
 	blk_set_stacking_limits(&lim); /* it splits for itself */
+	/*
+	 * The stripe itself never waits for a REQ_NOWAIT READ or WRITE (one
+	 * it would split it refuses), but each goes on to a child: it keeps
+	 * the feature only if every child has it, as blk_stack_limits().
+	 */
+	lim.features |= BLK_FEAT_NOWAIT;
 	for (i = 0; i < n; i++) {
 		const struct queue_limits *cl = &children[i]->limits;
 
 		/* A write cache in any child makes the stripe's flushes matter. */
 		lim.features |= cl->features & (BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA);
+		if (!(cl->features & BLK_FEAT_NOWAIT))
+			lim.features &= ~BLK_FEAT_NOWAIT;
 		/*
 		 * The largest block of any child, as blk_stack_limits() takes
 		 * it: a bio the stripe took at a finer size would be cut into

@@ -37,6 +37,14 @@ typedef unsigned int blk_features_t;
 #define BLK_FEAT_FUA ((blk_features_t)1u << 1)
 /* The driver completes REQ_POLLED bios from its poll_bio operation. */
 #define BLK_FEAT_POLL ((blk_features_t)1u << 2)
+/*
+ * The driver serves REQ_NOWAIT bios without blocking: where it would wait
+ * (for memory, a lock held across I/O, a free slot) it ends the bio with
+ * BLK_STS_AGAIN instead.  submit_bio() ends a REQ_NOWAIT bio to a device
+ * without it with BLK_STS_NOTSUPP.  A stacking driver sets it and clears it
+ * again if any device below lacks it, as Linux's blk_stack_limits() does.
+ */
+#define BLK_FEAT_NOWAIT ((blk_features_t)1u << 3)
 
 /* bio_poll() flags: look once, do not wait for a completion. */
 #define BLK_POLL_ONESHOT (1u << 0)
@@ -63,7 +71,8 @@ struct io_comp_batch;
  * @max_write_zeroes_sectors: largest WRITE_ZEROES; 0 = not supported
  * @integrity_interval_exp: log2 bytes per integrity tuple; 0 = no integrity
  * @integrity_tuple_size: bytes of protection information per interval
- * @features: BLK_FEAT_* bits: what the device does (write cache, FUA)
+ * @features: BLK_FEAT_* bits: what the device does (write cache, FUA,
+ *	polling, REQ_NOWAIT)
  * @io_min: smallest preferred I/O size, bytes (advisory); raised to
  *	@physical_block_size
  * @io_opt: optimal I/O size, bytes (advisory)
@@ -157,7 +166,8 @@ struct block_device_operations {
  * @bio_split: bio_set that bio_split_to_limits() takes front parts from
  * @nr_refused: bios submit_bio() completed with an error before the driver
  *	saw them: past the end, not aligned to the logical
- *	block size, or an operation the limits say the disk does not support
+ *	block size, an operation the limits say the disk does not support,
+ *	or REQ_NOWAIT to a disk without BLK_FEAT_NOWAIT
  * @bdev: storage for @part0
  */
 struct gendisk {
@@ -199,7 +209,9 @@ BVEC_API struct gendisk *blk_alloc_disk(const struct queue_limits *lim,
  * and discard_granularity; no limit on size, segments or boundaries; the
  * largest DISCARD, SECURE_ERASE and WRITE_ZEROES.  Set these, then raise
  * or lower what the driver really needs (a stacking driver: what its
- * children need).
+ * children need).  No features are set: a driver that serves REQ_NOWAIT
+ * adds BLK_FEAT_NOWAIT itself, and a stacking driver keeps it only if
+ * every device below has it.
  */
 BVEC_API void blk_set_stacking_limits(struct queue_limits *lim);
 
@@ -284,6 +296,18 @@ static inline bool bdev_write_cache(const struct block_device *bdev)
 static inline bool bdev_fua(const struct block_device *bdev)
 {
 	return (bdev->bd_disk->limits.features & BLK_FEAT_FUA) != 0;
+}
+
+/**
+ * bdev_nowait() - does a device serve REQ_NOWAIT bios?
+ * @bdev: the device
+ *
+ * Return: true if its limits carry BLK_FEAT_NOWAIT; submit_bio() ends a
+ * REQ_NOWAIT bio to a device without it with BLK_STS_NOTSUPP.
+ */
+static inline bool bdev_nowait(const struct block_device *bdev)
+{
+	return (bdev->bd_disk->limits.features & BLK_FEAT_NOWAIT) != 0;
 }
 
 /**
@@ -449,6 +473,9 @@ BVEC_API int bvec_disk_stat(struct gendisk *disk, struct bvec_disk_stat *st);
  * Before the driver sees a bio, it is checked as Linux 6.x's
  * submit_bio_noacct() checks it:
  *
+ * - REQ_NOWAIT to a device without BLK_FEAT_NOWAIT (bdev_nowait()):
+ *   completes at once with BLK_STS_NOTSUPP, before the end-of-device,
+ *   alignment and flush checks below;
  * - no device or driver, past the end of the device (bio_check_eod), or a
  *   position or size that is not a multiple of the logical block size:
  *   completes at once with BLK_STS_IOERR;

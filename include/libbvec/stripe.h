@@ -12,9 +12,12 @@
  * logical and physical block size and discard granularity of its children.
  * Its DISCARD, SECURE_ERASE and WRITE_ZEROES limits are the smallest of its
  * children's, 0 (not supported) if any child lacks the operation, and it
- * splits those bios to them, so each child gets only what it takes.  A
- * REQ_NOWAIT READ or WRITE that crosses a chunk ends with BLK_STS_AGAIN
- * before any of it is done, as dm ends one it would have to split.
+ * splits those bios to them, so each child gets only what it takes.  It
+ * has BLK_FEAT_NOWAIT only if every child has it (Linux's stacking rule),
+ * so without it submit_bio() refuses REQ_NOWAIT with BLK_STS_NOTSUPP.  With
+ * it, a REQ_NOWAIT READ or WRITE that crosses a chunk ends with
+ * BLK_STS_AGAIN before any of it is done, as dm ends one it would have to
+ * split.
  *
  * Built into libbvec (drivers/stripe/): any disk of the device model can be
  * a child, the zram devices of libzpool included, and stripes stack.

@@ -276,6 +276,10 @@ static bool bio_check(struct bio *bio, blk_status_t *status)
 	const struct block_device *bdev = bio->bi_bdev;
 
 	*status = BLK_STS_NOTSUPP;
+	/* First, as in Linux: a driver that may block must never see a bio
+	 * whose submitter cannot block, whatever else is wrong with it. */
+	if ((bio->bi_opf & REQ_NOWAIT) && !bdev_nowait(bdev))
+		return true;
 	if (bio_op(bio) == REQ_OP_FLUSH && !bio->bi_iter.bi_size)
 		bio->bi_opf = REQ_OP_WRITE | REQ_PREFLUSH | (bio->bi_opf & ~REQ_OP_MASK);
 	if (bio_beyond_eod(bio) || bio_misaligned(bio)) {

@@ -470,6 +470,50 @@ START_TEST(test_submit_filters_unsupported)
 }
 END_TEST
 
+/*
+ * As Linux 6.x's submit_bio_noacct(): a REQ_NOWAIT bio to a disk whose
+ * limits lack BLK_FEAT_NOWAIT ends with BLK_STS_NOTSUPP before anything
+ * else is checked, since its driver may block where the submitter said it
+ * must not.
+ */
+START_TEST(test_submit_filters_nowait)
+{
+	static unsigned char buf[8192];
+	struct queue_limits lim;
+	struct gendisk *disk;
+	struct seen s;
+
+	disk = recording_disk(NULL, &s);
+	ck_assert_int_eq(submit_op(disk, REQ_OP_WRITE | REQ_NOWAIT, 0, buf, 4096), -EOPNOTSUPP);
+	ck_assert_msg(s.calls == 0, "a REQ_NOWAIT write reached a driver without BLK_FEAT_NOWAIT");
+	ck_assert_int_eq(submit_op(disk, REQ_OP_READ | REQ_NOWAIT, 0, buf, 512), -EOPNOTSUPP);
+	/* Before the end-of-device check and the flush filter, as in Linux. */
+	ck_assert_int_eq(submit_op(disk, REQ_OP_READ | REQ_NOWAIT, 64, buf, 512), -EOPNOTSUPP);
+	ck_assert_int_eq(submit_op(disk, REQ_OP_WRITE | REQ_PREFLUSH | REQ_NOWAIT, 0, NULL, 0),
+			 -EOPNOTSUPP);
+	ck_assert_uint_eq(s.calls, 0);
+	ck_assert_uint_eq(disk->nr_refused, 4);
+	ck_assert_int_eq(submit_op(disk, REQ_OP_WRITE, 0, buf, 4096), 0);
+	ck_assert_uint_eq(s.calls, 1);
+	ck_assert(!bdev_nowait(disk->part0));
+	put_disk(disk);
+
+	/* With the feature, the driver gets the bio and the flag with it. */
+	blk_set_stacking_limits(&lim);
+	ck_assert_uint_eq(lim.features & BLK_FEAT_NOWAIT, 0); /* as Linux */
+	lim.features |= BLK_FEAT_NOWAIT;
+	disk = recording_disk(&lim, &s);
+	ck_assert(bdev_nowait(disk->part0));
+	ck_assert_int_eq(submit_op(disk, REQ_OP_WRITE | REQ_NOWAIT, 0, buf, 4096), 0);
+	ck_assert_uint_eq(s.calls, 1);
+	ck_assert(s.opf & REQ_NOWAIT);
+	/* Past the end it is an I/O error again. */
+	ck_assert_int_eq(submit_op(disk, REQ_OP_READ | REQ_NOWAIT, 64, buf, 512), -EIO);
+	ck_assert_uint_eq(s.calls, 1);
+	put_disk(disk);
+}
+END_TEST
+
 /* Position and size must be whole logical blocks, for every operation. */
 START_TEST(test_submit_filters_misaligned)
 {
@@ -624,6 +668,7 @@ START_TEST(test_split_nowait)
 
 	memset(&lim, 0, sizeof(lim));
 	lim.max_sectors = PS / 512;
+	lim.features = BLK_FEAT_NOWAIT; /* else submit_bio() refuses it first */
 	disk = splitting_disk(&lim, r);
 
 	bio = bio_alloc(disk->part0, 1, REQ_OP_WRITE | REQ_NOWAIT, GFP_KERNEL);
@@ -1007,6 +1052,7 @@ int main(void)
 		test_submit_bio_wait_async,
 		test_submit_filters_flush,
 		test_submit_filters_unsupported,
+		test_submit_filters_nowait,
 		test_submit_filters_misaligned,
 		test_split_to_limits,
 		test_split_nowait,

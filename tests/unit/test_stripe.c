@@ -497,6 +497,7 @@ START_TEST(test_nowait_whole_or_nothing)
 	ck_assert_ptr_nonnull(buf);
 	memset(&lim, 0, sizeof(lim));
 	lim.max_sectors = ps; /* a chunk (two pages) is split by the child */
+	lim.features = BLK_FEAT_NOWAIT; /* else nothing takes REQ_NOWAIT */
 	for (i = 0; i < 2; i++) {
 		children[i] = seen_child(i, &lim);
 		children[i]->fops = &split_seen_ops;
@@ -526,6 +527,57 @@ START_TEST(test_nowait_whole_or_nothing)
 }
 END_TEST
 
+/*
+ * BLK_FEAT_NOWAIT stacks as Linux's blk_stack_limits() stacks it: the
+ * stripe serves REQ_NOWAIT only if every child does, since a bio inside
+ * any chunk goes on to that chunk's child.  Over a child without it the
+ * stripe refuses REQ_NOWAIT whole, even in a chunk of a child that has it.
+ */
+START_TEST(test_nowait_stacks)
+{
+	unsigned char *buf = calloc(1, PG);
+	struct queue_limits nowait, blocking;
+	struct gendisk *children[2];
+	struct gendisk *s;
+	unsigned int i;
+
+	ck_assert_ptr_nonnull(buf);
+	memset(&nowait, 0, sizeof(nowait));
+	nowait.features = BLK_FEAT_NOWAIT;
+	memset(&blocking, 0, sizeof(blocking));
+	for (i = 0; i < 2; i++)
+		children[i] = seen_child(i, &nowait);
+	s = bvec_stripe_create(children, 2, CHUNK_SECTORS);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_msg(bdev_nowait(s->part0),
+		      "a stripe over children that all have BLK_FEAT_NOWAIT lacks it");
+	memset(seen, 0, sizeof(seen));
+	ck_assert_int_eq(io(s, REQ_OP_WRITE | REQ_NOWAIT, CHUNK_SECTORS * 512, buf, PG), 0);
+	ck_assert_uint_eq(seen[1].n[REQ_OP_WRITE], 1);
+	put_disk(s);
+	put_disk(children[1]);
+
+	children[1] = seen_child(1, &blocking);
+	s = bvec_stripe_create(children, 2, CHUNK_SECTORS);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_msg(!bdev_nowait(s->part0),
+		      "a stripe over a child without BLK_FEAT_NOWAIT has it");
+	memset(seen, 0, sizeof(seen));
+	ck_assert_int_eq(io(s, REQ_OP_WRITE | REQ_NOWAIT, 0, buf, PG), -EOPNOTSUPP);
+	ck_assert_int_eq(io(s, REQ_OP_WRITE | REQ_NOWAIT, CHUNK_SECTORS * 512, buf, PG),
+			 -EOPNOTSUPP);
+	ck_assert_uint_eq(seen[0].n[REQ_OP_WRITE] + seen[1].n[REQ_OP_WRITE], 0);
+	/* Without the flag, both children take it. */
+	ck_assert_int_eq(io(s, REQ_OP_WRITE, 0, buf, PG), 0);
+	ck_assert_int_eq(io(s, REQ_OP_WRITE, CHUNK_SECTORS * 512, buf, PG), 0);
+	ck_assert_uint_eq(seen[0].n[REQ_OP_WRITE] + seen[1].n[REQ_OP_WRITE], 2);
+	put_disk(s);
+	for (i = 0; i < 2; i++)
+		put_disk(children[i]);
+	free(buf);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *const raid0[] = {
@@ -537,6 +589,7 @@ int main(void)
 		test_block_size_stacks,
 		test_discard_limits_stack,
 		test_nowait_whole_or_nothing,
+		test_nowait_stacks,
 		NULL
 	};
 	const struct test_group groups[] = {
