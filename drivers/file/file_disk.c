@@ -177,6 +177,9 @@ struct gendisk *bvec_file_disk_create(int fd, const struct queue_limits *lim)
 		blk_set_stacking_limits(&l);
 	/* The page cache is a volatile write cache; fdatasync() is its flush. */
 	l.features |= BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA;
+	/* Every bio is served by a syscall that may sleep on I/O, so
+	 * REQ_NOWAIT must be refused before it gets here. */
+	l.features &= ~BLK_FEAT_NOWAIT;
 	fdisk = bvec__os_alloc(NULL, sizeof(*fdisk));
 	if (!fdisk) {
 		bvec__set_errno(ENOMEM);

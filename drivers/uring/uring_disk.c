@@ -763,6 +763,9 @@ struct gendisk *bvec_uring_disk_create(int fd, const struct queue_limits *lim,
 		blk_set_stacking_limits(&l);
 	/* The page cache (or the device's) is a volatile write cache. */
 	l.features |= BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA | BLK_FEAT_POLL;
+	/* Submission waits for a free slot (and a poller) when the ring is
+	 * full, so REQ_NOWAIT must be refused before it gets here. */
+	l.features &= ~BLK_FEAT_NOWAIT;
 	/* bio_split_to_limits() then cuts bios so one SQE carries each. */
 	if (l.max_segments > URING_MAX_IOV)
 		l.max_segments = URING_MAX_IOV;

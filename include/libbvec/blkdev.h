@@ -683,7 +683,9 @@ BVEC_API int bvec_bio_iovec_count(const struct bio *bio, struct bvec_iter iter);
  * a hole, WRITE_ZEROES zeroes the range (punching a hole where zeroing is
  * not supported).  Bios complete before submit_bio() returns.  The capacity
  * is the file's size at creation, in whole sectors; a block device's, as
- * the kernel reports it (BLKGETSIZE64).  Free with put_disk().
+ * the kernel reports it (BLKGETSIZE64).  Those calls may sleep, so the disk
+ * never has BLK_FEAT_NOWAIT, whatever @lim says: submit_bio() refuses
+ * REQ_NOWAIT bios to it with BLK_STS_NOTSUPP.  Free with put_disk().
  *
  * Return: the disk, or NULL with errno EINVAL (bad @fd or limits) or ENOMEM.
  */
@@ -701,7 +703,9 @@ BVEC_API struct gendisk *bvec_file_disk_create(int fd, const struct queue_limits
  *
  * The disk owns an io_uring of @queue_depth entries and one completion
  * thread.  submit_bio() returns once the bio is queued; when all
- * @queue_depth slots are busy it waits for one rather than failing.  Each
+ * @queue_depth slots are busy it waits for one rather than failing, so the
+ * disk never has BLK_FEAT_NOWAIT, whatever @lim says: submit_bio() refuses
+ * REQ_NOWAIT bios to it with BLK_STS_NOTSUPP.  Each
  * bio's bi_end_io runs later on the completion thread (never inside
  * submit_bio()), which may submit more bios from there, to this disk or to
  * another io_uring disk; those never wait (they queue in the disk when it

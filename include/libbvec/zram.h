@@ -139,6 +139,11 @@ BVEC_API void zram_destroy(struct zram *zram);
  * zram_disk() - the device's disk, for submit_bio() and stacking
  * @zram: the device
  *
+ * As Linux's zram, the disk has no write cache and no BLK_FEAT_NOWAIT: a
+ * bio may wait for slot locks, the pool's allocations and the backing
+ * device, so submit_bio() refuses REQ_NOWAIT bios to it with
+ * BLK_STS_NOTSUPP, and a stripe over it does not take them either.
+ *
  * Return: the disk, owned by the device.
  */
 BVEC_API struct gendisk *zram_disk(struct zram *zram);

@@ -937,6 +937,43 @@ START_TEST(test_iovec_bridge)
 END_TEST
 
 /* A file disk given 200 separate runs in one bio: more than one iovec batch. */
+/*
+ * The file disk's preadv()/pwritev() and fdatasync() block on I/O, so it
+ * must not claim BLK_FEAT_NOWAIT even when the caller's limits carry it:
+ * a REQ_NOWAIT bio is refused with BLK_STS_NOTSUPP and the file is left
+ * alone.
+ */
+START_TEST(test_file_disk_not_nowait)
+{
+	char name[] = "/tmp/bvec-file-XXXXXX";
+	int fd = mkstemp(name);
+	struct queue_limits lim;
+	unsigned char *buf = calloc(1, PS), back;
+	struct gendisk *disk;
+
+	ck_assert_int_ge(fd, 0);
+	unlink(name);
+	ck_assert_int_eq(ftruncate(fd, 4 * PS), 0);
+	memset(buf, 0x5a, PS);
+	blk_set_stacking_limits(&lim);
+	lim.features |= BLK_FEAT_NOWAIT;
+	disk = bvec_file_disk_create(fd, &lim);
+	ck_assert_ptr_nonnull(disk);
+	ck_assert_msg(!bdev_nowait(disk->part0),
+		      "the file disk, which blocks on I/O, has BLK_FEAT_NOWAIT");
+	ck_assert_int_eq(submit_op(disk, REQ_OP_WRITE | REQ_NOWAIT, 0, buf, PS), -EOPNOTSUPP);
+	ck_assert_int_eq(pread(fd, &back, 1, 0), 1);
+	ck_assert_uint_eq(back, 0);
+	put_disk(disk);
+	disk = bvec_file_disk_create(fd, NULL);
+	ck_assert_ptr_nonnull(disk);
+	ck_assert(!bdev_nowait(disk->part0));
+	put_disk(disk);
+	close(fd);
+	free(buf);
+}
+END_TEST
+
 START_TEST(test_file_disk_many_segments)
 {
 	char name[] = "/tmp/bvec-file-XXXXXX";
@@ -1062,6 +1099,7 @@ int main(void)
 		test_segment_size_no_overflow,
 		test_iovec_bridge,
 		test_file_disk_many_segments,
+		test_file_disk_not_nowait,
 		test_file_disk_block_device,
 		test_polled_bios,
 		NULL

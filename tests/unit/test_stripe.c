@@ -74,6 +74,8 @@ START_TEST(test_over_zram)
 	ck_assert_ptr_nonnull(s);
 	bytes = get_capacity(s) * 512;
 	ck_assert(!bdev_write_cache(s->part0)); /* zram has none */
+	ck_assert(!bdev_nowait(children[0]->part0)); /* as Linux's zram */
+	ck_assert(!bdev_nowait(s->part0));
 	ck_assert_uint_eq(bytes, 4 * 32 * PG);
 	model = calloc(1, bytes);
 	for (step = 0; step < test_scale(1500); step++) {

@@ -420,6 +420,34 @@ START_TEST(test_flush_discard_zeroes)
 }
 END_TEST
 
+/*
+ * The io_uring disk waits for a free slot, and for its locks, when busy,
+ * so it must not claim BLK_FEAT_NOWAIT even when the caller's limits carry
+ * it: a REQ_NOWAIT bio is refused with BLK_STS_NOTSUPP, the file untouched.
+ */
+START_TEST(test_not_nowait)
+{
+	int fd = temp_file(65536, -1);
+	struct queue_limits lim;
+	struct gendisk *disk;
+	unsigned char buf[4096];
+
+	blk_set_stacking_limits(&lim);
+	lim.features |= BLK_FEAT_NOWAIT;
+	disk = bvec_uring_disk_create(fd, &lim, 8);
+	ck_assert_ptr_nonnull(disk);
+	ck_assert_msg(!bdev_nowait(disk->part0),
+		      "the io_uring disk, which waits for slots, has BLK_FEAT_NOWAIT");
+	memset(buf, 0, sizeof(buf));
+	ck_assert_int_eq(rw_wait(disk, REQ_OP_WRITE, REQ_NOWAIT, buf, sizeof(buf), 0),
+			 -EOPNOTSUPP);
+	ck_assert_int_eq(pread(fd, buf, 1, 0), 1);
+	ck_assert_uint_eq(buf[0], pat_old(0));
+	put_disk(disk);
+	close(fd);
+}
+END_TEST
+
 /* 2000 scattered 512-byte pieces: more than one SQE carries, so it is split. */
 START_TEST(test_bio_larger_than_one_sqe)
 {
@@ -1376,6 +1404,7 @@ int main(void)
 		test_read_across_eof,
 		test_errors,
 		test_chained_error_survives,
+		test_not_nowait,
 		test_flush_discard_zeroes,
 		test_bio_larger_than_one_sqe,
 		test_registered_buffers,
