@@ -357,7 +357,9 @@ static inline void bio_set_dev(struct bio *bio, struct block_device *bdev)
  * bio_wouldblock_error() - complete a bio with BLK_STS_AGAIN
  * @bio: the bio
  *
- * For a REQ_NOWAIT bio the driver cannot serve without waiting.
+ * For a REQ_NOWAIT bio the driver cannot serve without waiting: a driver
+ * whose limits carry BLK_FEAT_NOWAIT ends such a bio this way where it
+ * would otherwise block, for the submitter to retry where it may.
  */
 static inline void bio_wouldblock_error(struct bio *bio)
 {
