@@ -4,12 +4,15 @@
  * from the documented semantics.  Pages are allocated on first write, a
  * discard frees the whole pages it covers, and everything else is left to
  * the block layer: flushes reach it only with a write cache, unsupported
- * operations and misaligned or past-the-end bios never do.
+ * operations and misaligned or past-the-end bios never do.  Like brd it
+ * takes REQ_NOWAIT (BLK_FEAT_NOWAIT): such a write allocates its pages
+ * without waiting and ends BLK_STS_AGAIN when it cannot.
  */
 #include "drivers.h"
 
 /* Copy between @buf and the disk at byte @pos, one disk page at a time. */
-static int kbrd_rw(struct kbrd *brd, char *buf, u64 pos, unsigned int len, bool write)
+static int kbrd_rw(struct kbrd *brd, char *buf, u64 pos, unsigned int len, bool write,
+		   bool nowait)
 {
 	while (len) {
 		unsigned long idx = pos >> PAGE_SHIFT;
@@ -19,9 +22,9 @@ static int kbrd_rw(struct kbrd *brd, char *buf, u64 pos, unsigned int len, bool 
 
 		if (write) {
 			if (!page) {
-				page = alloc_page(GFP_NOIO | __GFP_ZERO);
+				page = alloc_page((nowait ? GFP_NOWAIT : GFP_NOIO) | __GFP_ZERO);
 				if (!page)
-					return -ENOMEM;
+					return nowait ? -EAGAIN : -ENOMEM;
 				brd->pages[idx] = page;
 				atomic64_inc(&brd->allocated);
 			}
@@ -80,7 +83,8 @@ static void kbrd_submit_bio(struct bio *bio)
 		/* Bytes, not sectors: a userspace segment may be any length. */
 		bio_for_each_segment(bvec, bio, iter) {
 			char *buf = bvec_kmap_local(&bvec);
-			int err = kbrd_rw(brd, buf, pos, bvec.bv_len, op_is_write(bio_op(bio)));
+			int err = kbrd_rw(brd, buf, pos, bvec.bv_len, op_is_write(bio_op(bio)),
+					  bio->bi_opf & REQ_NOWAIT);
 
 			kunmap_local(buf);
 			if (err) {
@@ -112,7 +116,8 @@ struct kbrd *kbrd_create(sector_t sectors, unsigned int lbs, bool write_cache)
 		.physical_block_size = PAGE_SIZE,
 		.max_hw_discard_sectors = UINT_MAX,
 		.discard_granularity = PAGE_SIZE,
-		.features = write_cache ? BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA : 0,
+		.features = BLK_FEAT_NOWAIT |
+			    (write_cache ? BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA : 0),
 	};
 	struct kbrd *brd = calloc(1, sizeof(*brd));
 

@@ -5,7 +5,9 @@
  * one child it is a linear mapping).  A bio that crosses a chunk boundary
  * is cut with bio_split(); the front is chained to the rest, the rest goes
  * back through submit_bio_noacct() to this driver, and the front is
- * remapped to its child.  A flush is fanned out to every child.
+ * remapped to its child.  A flush is fanned out to every child.  It takes
+ * REQ_NOWAIT when every child does, and ends one it would have to split
+ * BLK_STS_AGAIN, as a device-mapper target does: a split may wait.
  */
 #include "drivers.h"
 
@@ -54,7 +56,13 @@ static void kstripe_submit_bio(struct bio *bio)
 
 	max = sc->chunk_sectors - (bio->bi_iter.bi_sector & (sc->chunk_sectors - 1));
 	if (bio_sectors(bio) > max) {
-		struct bio *split = bio_split(bio, max, GFP_NOIO, &sc->bs);
+		struct bio *split;
+
+		if (bio->bi_opf & REQ_NOWAIT) {
+			bio_wouldblock_error(bio);
+			return;
+		}
+		split = bio_split(bio, max, GFP_NOIO, &sc->bs);
 
 		if (IS_ERR_OR_NULL(split)) {
 			bio->bi_status = BLK_STS_RESOURCE;
@@ -94,6 +102,7 @@ struct kstripe *kstripe_create(struct gendisk **children, unsigned int nr,
 		return NULL;
 	/* Take bios of any shape, then narrow to what every child accepts. */
 	blk_set_stacking_limits(&lim);
+	lim.features |= BLK_FEAT_NOWAIT;	/* unless a child lacks it */
 	lim.max_write_zeroes_sectors = 0;
 	lim.max_secure_erase_sectors = 0;
 	for (i = 0; i < nr; i++) {
@@ -101,6 +110,8 @@ struct kstripe *kstripe_create(struct gendisk **children, unsigned int nr,
 
 		lim.logical_block_size = max(lim.logical_block_size, cl->logical_block_size);
 		lim.features |= cl->features & (BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA);
+		if (!(cl->features & BLK_FEAT_NOWAIT))
+			lim.features &= ~BLK_FEAT_NOWAIT;
 		discard &= bdev_max_discard_sectors(children[i]->part0) != 0;
 		chunks = min(chunks, get_capacity(children[i]) / chunk_sectors);
 		sc->children[i] = children[i];

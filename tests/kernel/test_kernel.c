@@ -687,6 +687,73 @@ START_TEST(test_stripe)
 }
 END_TEST
 
+/*
+ * REQ_NOWAIT, Linux 6.11 style: brd-like and stripe-like drivers that set
+ * BLK_FEAT_NOWAIT take it; a zram-like one without it never sees it; a
+ * stripe takes it only over children that all do, and ends one it would
+ * have to split BLK_STS_AGAIN before any piece is written.
+ */
+START_TEST(test_nowait)
+{
+	const unsigned int chunk = 16;
+	struct kbrd *a = kbrd_create(256, 512, false), *b = kbrd_create(256, 512, false);
+	struct kzram *z = kzram_create(256 * 512 / PAGE_SIZE);
+	struct gendisk *brds[2], *mixed[2];
+	struct kstripe *sc, *sz;
+	u8 *buf = malloc(4 * chunk * 512), *got = malloc(4 * chunk * 512);
+	int calls;
+
+	ck_assert(a && b && z && buf && got);
+	brds[0] = mixed[0] = a->disk;
+	brds[1] = b->disk;
+	mixed[1] = z->disk;
+	memset(buf, 0x5a, 4 * chunk * 512);
+	ck_assert(bdev_nowait(a->disk->part0));
+	ck_assert(!bdev_nowait(z->disk->part0));
+
+	ck_assert_int_eq(do_io(a->disk, REQ_OP_WRITE | REQ_NOWAIT, 8, buf, 4096), 0);
+	ck_assert_int_eq(do_io(a->disk, REQ_OP_READ | REQ_NOWAIT, 8, got, 4096), 0);
+	ck_assert_mem_eq(got, buf, 4096);
+	calls = atomic_read(&z->calls);
+	ck_assert_int_eq(do_io(z->disk, REQ_OP_WRITE | REQ_NOWAIT, 0, buf, 4096), -EOPNOTSUPP);
+	ck_assert_int_eq(atomic_read(&z->calls), calls);
+
+	sc = kstripe_create(brds, 2, chunk);
+	sz = kstripe_create(mixed, 2, chunk);
+	ck_assert(sc && sz);
+	ck_assert(bdev_nowait(sc->disk->part0));
+	ck_assert(!bdev_nowait(sz->disk->part0));
+	/* Inside a chunk: remapped and done. */
+	ck_assert_int_eq(do_io(sc->disk, REQ_OP_WRITE | REQ_NOWAIT, chunk, buf, chunk * 512), 0);
+	ck_assert_int_eq(do_io(b->disk, REQ_OP_READ, 0, got, chunk * 512), 0);
+	ck_assert_mem_eq(got, buf, chunk * 512);
+	/* Across chunks: refused whole, before either child is written. */
+	memset(buf, 0xa5, 4 * chunk * 512);
+	ck_assert_int_eq(do_io(sc->disk, REQ_OP_WRITE | REQ_NOWAIT, 2 * chunk + 8, buf,
+			       chunk * 512), -EAGAIN);
+	ck_assert_int_eq(atomic_read(&sc->splits), 0);
+	ck_assert_int_eq(do_io(a->disk, REQ_OP_READ, chunk, got, chunk * 512), 0);
+	ck_assert(!memchr(got, 0xa5, chunk * 512));
+	ck_assert_int_eq(do_io(b->disk, REQ_OP_READ, chunk, got, chunk * 512), 0);
+	ck_assert(!memchr(got, 0xa5, chunk * 512));
+	/* The same without REQ_NOWAIT is split and done. */
+	ck_assert_int_eq(do_io(sc->disk, REQ_OP_WRITE, 2 * chunk + 8, buf, chunk * 512), 0);
+	ck_assert_int_eq(atomic_read(&sc->splits), 1);
+	/* Over a child without BLK_FEAT_NOWAIT, refused at the top. */
+	calls = atomic_read(&sz->calls);
+	ck_assert_int_eq(do_io(sz->disk, REQ_OP_WRITE | REQ_NOWAIT, 0, buf, 4096), -EOPNOTSUPP);
+	ck_assert_int_eq(atomic_read(&sz->calls), calls);
+
+	kstripe_destroy(sz);
+	kstripe_destroy(sc);
+	kzram_destroy(z);
+	kbrd_destroy(b);
+	kbrd_destroy(a);
+	free(got);
+	free(buf);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("kernel");
@@ -704,6 +771,7 @@ int main(void)
 	tcase_add_test(tc, test_zram);
 	tcase_add_test(tc, test_issue_runs);
 	tcase_add_loop_test(tc, test_stripe, 0, 2);
+	tcase_add_test(tc, test_nowait);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
