@@ -155,6 +155,22 @@ sector_t bvec__fd_sectors(int fd, const struct stat *st)
 	return (sector_t)st->st_size >> BVEC_SECTOR_SHIFT;
 }
 
+/*
+ * O_APPEND makes Linux's pwritev() (and io_uring's WRITEV) write at the end
+ * of the file whatever the offset, so every write would land past the end
+ * and still report success.  The flag belongs to the caller's open file
+ * description, which other descriptors may share: refuse it, do not clear it.
+ */
+bool bvec__fd_usable(int fd, struct stat *st)
+{
+	int fl;
+
+	if (fd < 0 || fstat(fd, st))
+		return false;
+	fl = fcntl(fd, F_GETFL);
+	return fl != -1 && !(fl & O_APPEND);
+}
+
 static const struct block_device_operations file_fops = {
 	.submit_bio = file_submit_bio,
 	.free_disk = file_free_disk,
@@ -167,7 +183,7 @@ struct gendisk *bvec_file_disk_create(int fd, const struct queue_limits *lim)
 	struct queue_limits l;
 	struct stat st;
 
-	if (fd < 0 || fstat(fd, &st)) {
+	if (!bvec__fd_usable(fd, &st)) {
 		bvec__set_errno(EINVAL);
 		return NULL;
 	}

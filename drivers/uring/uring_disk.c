@@ -751,7 +751,7 @@ struct gendisk *bvec_uring_disk_create(int fd, const struct queue_limits *lim,
 	unsigned int i;
 	int ret;
 
-	if (fd < 0 || fstat(fd, &st) || queue_depth > URING_MAX_DEPTH) {
+	if (!bvec__fd_usable(fd, &st) || queue_depth > URING_MAX_DEPTH) {
 		bvec__set_errno(EINVAL);
 		return NULL;
 	}

@@ -689,7 +689,9 @@ BVEC_API int bvec_bio_iovec_count(const struct bio *bio, struct bvec_iter iter);
  * never has BLK_FEAT_NOWAIT, whatever @lim says: submit_bio() refuses
  * REQ_NOWAIT bios to it with BLK_STS_NOTSUPP.  Free with put_disk().
  *
- * Return: the disk, or NULL with errno EINVAL (bad @fd or limits) or ENOMEM.
+ * Return: the disk, or NULL with errno EINVAL (bad @fd, one opened with
+ * O_APPEND, where every write would go to the end of the file, or bad
+ * limits) or ENOMEM.
  */
 BVEC_API struct gendisk *bvec_file_disk_create(int fd, const struct queue_limits *lim);
 
@@ -760,8 +762,8 @@ BVEC_API struct gendisk *bvec_file_disk_create(int fd, const struct queue_limits
  * it is built.  Without it (no liburing at build time) this fails with
  * ENOSYS, and so it does where the kernel has no io_uring.
  *
- * Return: the disk, or NULL with errno EINVAL (bad @fd, @queue_depth or
- * limits), ENOMEM, ENOSYS (no io_uring) or another errno of io_uring_setup()
+ * Return: the disk, or NULL with errno EINVAL (bad @fd, one opened with
+ * O_APPEND, @queue_depth or limits), ENOMEM, ENOSYS (no io_uring) or another errno of io_uring_setup()
  * (EPERM where io_uring is disabled, EMFILE).
  */
 BVEC_API struct gendisk *bvec_uring_disk_create(int fd, const struct queue_limits *lim,

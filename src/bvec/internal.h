@@ -34,6 +34,10 @@ int bvec__bio_iovec_batch(const struct bio *bio, struct bvec_iter *iter,
  * @fd, whose fstat() is @st; the file and io_uring disks' capacity. */
 struct stat;
 sector_t bvec__fd_sectors(int fd, const struct stat *st);
+
+/* drivers/file/file_disk.c: fstat() @fd into @st if a disk can be built
+ * over it; false (the caller fails with EINVAL) if not. */
+bool bvec__fd_usable(int fd, struct stat *st);
 #endif
 
 /* bio_set.c */

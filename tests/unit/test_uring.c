@@ -337,6 +337,48 @@ START_TEST(test_errors)
 }
 END_TEST
 
+/*
+ * On a descriptor opened with O_APPEND, a WRITEV SQE writes at the end of
+ * the file whatever its offset: every write of a disk over it would land
+ * past the end and report success.  Such a descriptor is refused.
+ */
+START_TEST(test_append_refused)
+{
+	char name[] = "/tmp/bvec-uring-XXXXXX";
+	int fd = mkstemp(name), afd;
+	unsigned char *buf = malloc(4096), *back = malloc(4096);
+	struct gendisk *disk;
+	struct stat st;
+	unsigned int i;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, 65536), 0);
+	afd = open(name, O_RDWR | O_APPEND);
+	ck_assert_int_ge(afd, 0);
+	unlink(name);
+	errno = 0;
+	disk = bvec_uring_disk_create(afd, NULL, 8);
+	if (disk) {
+		for (i = 0; i < 4096; i++)
+			buf[i] = pat_new(i);
+		ck_assert_int_eq(rw_wait(disk, REQ_OP_WRITE, 0, buf, 4096, 0), 0);
+		ck_assert_int_eq(pread(fd, back, 4096, 0), 4096);
+		ck_assert_int_eq(fstat(fd, &st), 0);
+		ck_assert_msg(!memcmp(back, buf, 4096),
+			      "O_APPEND: a write to sector 0 reported success, the file "
+			      "grew from 65536 to %lld bytes and sector 0 holds old data",
+			      (long long)st.st_size);
+		put_disk(disk);
+	}
+	ck_assert_ptr_null(disk);
+	ck_assert_int_eq(errno, EINVAL);
+	close(afd);
+	close(fd);
+	free(buf);
+	free(back);
+}
+END_TEST
+
 /* A stripe chunk: the smallest the stripe takes, one page. */
 #define CHB ((unsigned int)BVEC_PAGE_SIZE)
 
@@ -1403,6 +1445,7 @@ int main(void)
 		test_short_transfers_resubmitted,
 		test_read_across_eof,
 		test_errors,
+		test_append_refused,
 		test_chained_error_survives,
 		test_not_nowait,
 		test_flush_discard_zeroes,
