@@ -88,9 +88,27 @@ static int file_rw(struct file_disk *fdisk, struct bio *bio, bool write)
 	}
 }
 
+/*
+ * fallocate() may fail EINTR when a signal arrives (FUSE, NFS), and so may
+ * fdatasync() there; like an interrupted transfer, that is no I/O error.
+ */
 static int file_flush(struct file_disk *fdisk)
 {
-	return fdatasync(fdisk->fd) ? -errno : 0;
+	int ret;
+
+	while ((ret = fdatasync(fdisk->fd)) && errno == EINTR)
+		;
+	return ret ? -errno : 0;
+}
+
+static int file_fallocate(struct file_disk *fdisk, int mode, off_t off, off_t len)
+{
+	int ret;
+
+	while ((ret = fallocate(fdisk->fd, mode | FALLOC_FL_KEEP_SIZE, off, len)) &&
+	       errno == EINTR)
+		;
+	return ret ? -errno : 0;
 }
 
 static int file_zero(struct file_disk *fdisk, struct bio *bio, bool discard)
@@ -98,11 +116,9 @@ static int file_zero(struct file_disk *fdisk, struct bio *bio, bool discard)
 	off_t off = (off_t)(bio->bi_iter.bi_sector << BVEC_SECTOR_SHIFT);
 	off_t len = bio->bi_iter.bi_size;
 
-	if (!discard && !fallocate(fdisk->fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
-				   off, len))
+	if (!discard && !file_fallocate(fdisk, FALLOC_FL_ZERO_RANGE, off, len))
 		return 0;
-	return fallocate(fdisk->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, len) ?
-		       -errno : 0;
+	return file_fallocate(fdisk, FALLOC_FL_PUNCH_HOLE, off, len);
 }
 
 static void file_submit_bio(struct bio *bio)

@@ -244,6 +244,53 @@ START_TEST(test_flush_and_fua_order)
 }
 END_TEST
 
+/*
+ * fallocate() and fdatasync() may fail EINTR when a signal comes (a FUSE
+ * file, an NFS one): like the interrupted transfers, they are retried, not
+ * turned into an I/O error of a DISCARD, a WRITE_ZEROES or a flush that
+ * nothing stopped.
+ */
+START_TEST(test_fallocate_and_sync_interrupted)
+{
+	const size_t bytes = 8 * (size_t)PS;
+	int fd = temp_file(bytes);
+	unsigned char *back = malloc(bytes);
+	struct gendisk *disk;
+	size_t i;
+
+	fake_reset();
+	disk = bvec_file_disk_create(fd, NULL);
+	ck_assert_ptr_nonnull(disk);
+
+	fake.fallocate_eintr = 1;
+	ck_assert_msg(rw_wait(disk, REQ_OP_DISCARD, NULL, PS, 0) == 0,
+		      "DISCARD interrupted once failed (calls: %s)", fake.log);
+	fake_reset();
+	fake.fallocate_eintr = 1;
+	fake.no_zero_range = true;
+	ck_assert_msg(rw_wait(disk, REQ_OP_WRITE_ZEROES, NULL, PS, 2 * PS / 512) == 0,
+		      "WRITE_ZEROES whose zero range is interrupted failed (calls: %s)",
+		      fake.log);
+	fake_reset();
+	fake.fallocate_eintr = 2;
+	fake.no_zero_range = true;
+	ck_assert_msg(rw_wait(disk, REQ_OP_WRITE_ZEROES, NULL, PS, 4 * PS / 512) == 0,
+		      "WRITE_ZEROES whose punch is interrupted failed (calls: %s)", fake.log);
+	fake_reset();
+	fake.fdatasync_eintr = 1;
+	ck_assert_msg(rw_wait(disk, REQ_OP_WRITE | REQ_PREFLUSH, NULL, 0, 0) == 0,
+		      "flush interrupted once failed (calls: %s)", fake.log);
+	fake_reset();
+	ck_assert_int_eq(pread(fd, back, bytes, 0), (ssize_t)bytes);
+	for (i = 0; i < bytes; i++)
+		ck_assert_uint_eq(back[i], i / PS == 0 || i / PS == 2 || i / PS == 4 ? 0 :
+										       pat(i, 0));
+	put_disk(disk);
+	close(fd);
+	free(back);
+}
+END_TEST
+
 /* Without a zero range (tmpfs), WRITE_ZEROES punches a hole: zeroes all the same. */
 START_TEST(test_write_zeroes_without_zero_range)
 {
@@ -394,6 +441,7 @@ int main(void)
 	const TTest *const file[] = {
 		test_short_and_interrupted,
 		test_flush_and_fua_order,
+		test_fallocate_and_sync_interrupted,
 		test_write_zeroes_without_zero_range,
 		test_error_midway,
 		test_append_refused,
