@@ -122,15 +122,28 @@ static bool under_valgrind(void)
 #endif
 }
 
-/* Submit what is prepared.  Only transient failures can occur here, since
- * SQEs are never more than the ring holds; those are retried. */
+/*
+ * Submit all that is prepared.  io_uring_enter() stops at an SQE that fails
+ * before it is issued (a READV whose iovec the import refuses: its CQE
+ * carries the error) and, short of memory, after part of the batch; what
+ * it leaves stays in the ring until the next submit, which may never come
+ * (those bios would then never end, and put_disk() would wait for ever).
+ * So the rest is sent again until none is left.  Transient failures are
+ * retried; only an error on the ring itself (EBADF...) gives up, as no
+ * submit could succeed then.  Never more SQEs than the ring holds.
+ */
 static void ring_submit(struct io_uring *ring)
 {
 	int ret;
 
-	while ((ret = io_uring_submit(ring)) < 0 &&
-	       (ret == -EINTR || ret == -EAGAIN || ret == -EBUSY))
+	while (io_uring_sq_ready(ring)) {
+		ret = io_uring_submit(ring);
+		if (ret > 0)
+			continue;
+		if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY)
+			break;
 		sched_yield();
+	}
 }
 
 /* Submit the main ring's prepared SQEs.  Lock held. */
