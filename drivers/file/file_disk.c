@@ -116,6 +116,8 @@ static int file_zero(struct file_disk *fdisk, struct bio *bio, bool discard)
 	off_t off = (off_t)(bio->bi_iter.bi_sector << BVEC_SECTOR_SHIFT);
 	off_t len = bio->bi_iter.bi_size;
 
+	if (!len)	/* fallocate() refuses a length of 0: nothing to do */
+		return 0;
 	if (!discard && !file_fallocate(fdisk, FALLOC_FL_ZERO_RANGE, off, len))
 		return 0;
 	return file_fallocate(fdisk, FALLOC_FL_PUNCH_HOLE, off, len);

@@ -94,6 +94,10 @@ int fallocate(int fd, int mode, off_t off, off_t len)
 		errno = EINTR;
 		return -1;
 	}
+	if (off < 0 || len <= 0) {	/* as fallocate(2) */
+		errno = EINVAL;
+		return -1;
+	}
 	if (!(mode & FALLOC_FL_KEEP_SIZE) ||
 	    ((mode & FALLOC_FL_ZERO_RANGE) && fake.no_zero_range)) {
 		errno = EOPNOTSUPP;
@@ -436,6 +440,35 @@ START_TEST(test_large_offsets)
 }
 END_TEST
 
+/*
+ * A DISCARD or WRITE_ZEROES of no bytes has nothing to do; fallocate()
+ * refuses a length of 0, which is no reason to fail the bio (the io_uring
+ * disk ends one as a success).
+ */
+START_TEST(test_empty_zeroing)
+{
+	const size_t bytes = 4 * (size_t)PS;
+	int fd = temp_file(bytes);
+	unsigned char *back = malloc(bytes);
+	struct gendisk *disk;
+	size_t i;
+
+	fake_reset();
+	disk = bvec_file_disk_create(fd, NULL);
+	ck_assert_ptr_nonnull(disk);
+	ck_assert_msg(rw_wait(disk, REQ_OP_DISCARD, NULL, 0, 8) == 0,
+		      "a DISCARD of no bytes failed (calls: %s)", fake.log);
+	ck_assert_msg(rw_wait(disk, REQ_OP_WRITE_ZEROES, NULL, 0, 8) == 0,
+		      "a WRITE_ZEROES of no bytes failed (calls: %s)", fake.log);
+	ck_assert_int_eq(pread(fd, back, bytes, 0), (ssize_t)bytes);
+	for (i = 0; i < bytes; i++)
+		ck_assert_uint_eq(back[i], pat(i, 0));
+	put_disk(disk);
+	close(fd);
+	free(back);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *const file[] = {
@@ -446,6 +479,7 @@ int main(void)
 		test_error_midway,
 		test_append_refused,
 		test_large_offsets,
+		test_empty_zeroing,
 		NULL
 	};
 	const struct test_group groups[] = {
