@@ -288,6 +288,9 @@ int zpool__table_init(struct zp_table *t);
 void zpool__table_destroy(struct zpool *pool, struct zp_table *t);
 /* An index holding @value, or 0 when memory or indices ran out. */
 uint32_t zpool__table_alloc(struct zpool *pool, struct zp_table *t, uint64_t value);
+/* zpool__table_alloc(), and on success the pages it added in *@pages. */
+uint32_t zpool__table_alloc_pages(struct zpool *pool, struct zp_table *t, uint64_t value,
+				  size_t *pages);
 void zpool__table_free(struct zpool *pool, struct zp_table *t, uint32_t idx);
 /* Pages the next zpool__table_alloc() would add to mem_used_total. */
 size_t zpool__table_alloc_cost(struct zp_table *t);

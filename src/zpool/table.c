@@ -268,17 +268,20 @@ size_t zpool__table_alloc_cost(struct zp_table *t)
 	return cost;
 }
 
-uint32_t zpool__table_alloc(struct zpool *pool, struct zp_table *t, uint64_t value)
+uint32_t zpool__table_alloc_pages(struct zpool *pool, struct zp_table *t, uint64_t value,
+				  size_t *pages)
 {
 	struct zp_chunk_info *ci;
 	_Atomic(uint64_t) *chunk;
 	uint32_t n, e, idx = 0;
+	size_t added = 0;
 
 	zpool__mutex_lock(t->lock);
 	if (t->partial) {
 		n = t->partial - 1;
 	} else {
 		n = free_position(t);
+		added = new_chunk_cost(t, n);
 		if (add_chunk(pool, t, n))
 			goto out;
 	}
@@ -300,9 +303,16 @@ uint32_t zpool__table_alloc(struct zpool *pool, struct zp_table *t, uint64_t val
 	}
 	atomic_store_explicit(&chunk[e], value, memory_order_release);
 	idx = (uint32_t)(n * ZP_TABLE_CHUNK + e + 1);
+	if (pages)
+		*pages = added;
 out:
 	zpool__mutex_unlock(t->lock);
 	return idx;
+}
+
+uint32_t zpool__table_alloc(struct zpool *pool, struct zp_table *t, uint64_t value)
+{
+	return zpool__table_alloc_pages(pool, t, value, NULL);
 }
 
 void zpool__table_free(struct zpool *pool, struct zp_table *t, uint32_t idx)

@@ -330,25 +330,33 @@ static bool over_limit(struct zpool *pool, uint64_t limit, size_t pages)
 	return limit && mem_used(pool) + (uint64_t)pages * ZP_PAGE_SIZE > limit;
 }
 
+/*
+ * A same-filled page that finds room in the tables takes no memory, so the
+ * limit never refuses it, as zram never refuses one; only the table pages
+ * it may make are checked, whatever the pool holds past the limit already
+ * (a lowered limit, or a store on another thread briefly over it).
+ */
 static int store_same(struct zpool *pool, unsigned long word, zpool_handle_t *handle)
 {
 	uint64_t limit = atomic_load(&pool->mem_limit);
+	size_t cost = zpool__table_alloc_cost(&pool->same) +
+		      zpool__table_alloc_cost(&pool->handles);
+	size_t same_pages = 0, handle_pages = 0;
 	uint32_t idx, h;
 
-	if (limit && over_limit(pool, limit, zpool__table_alloc_cost(&pool->same) +
-						 zpool__table_alloc_cost(&pool->handles)))
+	if (cost && over_limit(pool, limit, cost))
 		return -ENOMEM;
-	idx = zpool__table_alloc(pool, &pool->same, word);
+	idx = zpool__table_alloc_pages(pool, &pool->same, word, &same_pages);
 	if (!idx)
 		return -ENOMEM;
-	h = zpool__table_alloc(pool, &pool->handles,
-			       (uint64_t)idx << ZP_TAG_BITS | ZP_TAG_SAME);
+	h = zpool__table_alloc_pages(pool, &pool->handles,
+				     (uint64_t)idx << ZP_TAG_BITS | ZP_TAG_SAME, &handle_pages);
 	/*
 	 * No class lock orders this store with others: one on another thread
 	 * may have taken the room between the check above and the tables'
-	 * new pages.  Checked again, as store_obj() does.
+	 * new pages.  Checked again, as store_obj() does, if pages were made.
 	 */
-	if (!h || (limit && mem_used(pool) > limit)) {
+	if (!h || (same_pages + handle_pages && over_limit(pool, limit, 0))) {
 		if (h)
 			zpool__table_free(pool, &pool->handles, h);
 		zpool__table_free(pool, &pool->same, idx);

@@ -294,6 +294,46 @@ END_TEST
  * mem_used_max keeps a peak after the objects are gone; restarted, it is
  * the memory held then and rises with the next store.
  */
+/*
+ * A same-filled page that finds room in the pool's tables takes no memory,
+ * so mem_limit never refuses it, as zram never refuses one: not even when
+ * the pool holds more than the limit, as after the limit is lowered or
+ * while a store on another thread briefly holds a page past it.  A page
+ * that needs memory is still refused.
+ */
+START_TEST(test_same_filled_past_limit)
+{
+	struct zpool *pool = new_pool(NULL, 0, NULL);
+	unsigned char page[PG], same[PG], out[PG];
+	zpool_handle_t first, text, h;
+	struct zpool_stats before, st;
+
+	make_page(same, PAGE_SAME, 1, 0);
+	ck_assert_int_eq(zpool_store(pool, same, &first), 0);
+	make_page(page, PAGE_TEXT, 2, 0);
+	ck_assert_int_eq(zpool_store(pool, page, &text), 0);
+	zpool_stats(pool, &before);
+	zpool_set_mem_limit(pool, before.mem_used_total - PG);
+
+	make_page(same, PAGE_SAME, 3, 0);
+	h = 0;
+	ck_assert_msg(zpool_store(pool, same, &h) == 0,
+		      "a same-filled store that takes no page was refused: "
+		      "mem_used_total %llu, mem_limit %llu",
+		      (unsigned long long)before.mem_used_total,
+		      (unsigned long long)(before.mem_used_total - PG));
+	zpool_stats(pool, &st);
+	ck_assert_uint_eq(st.mem_used_total, before.mem_used_total);
+	ck_assert_uint_eq(st.same_pages, before.same_pages + 1);
+	ck_assert_int_eq(zpool_load(pool, h, out), 0);
+	ck_assert_mem_eq(out, same, PG);
+	make_page(page, PAGE_RANDOM, 4, 0);
+	ck_assert_int_eq(zpool_store(pool, page, &h), -ENOMEM);
+	zpool_set_mem_limit(pool, 0);
+	zpool_destroy(pool);
+}
+END_TEST
+
 START_TEST(test_mem_used_max_reset)
 {
 	struct zpool *pool = new_pool(NULL, 0, NULL);
@@ -1058,6 +1098,7 @@ int main(void)
 		test_invalid_calls,
 		test_mem_limit,
 		test_refused_store_changes_nothing,
+		test_same_filled_past_limit,
 		test_mem_used_max_reset,
 		test_millions_of_objects,
 		test_checksum_detects_corruption,
