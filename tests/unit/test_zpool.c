@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include <libbvec/zpool.h>
+#include <libbvec/zram.h>
 
 #include "../../src/zpool/internal.h"
 #include "pools.h"
@@ -674,6 +675,172 @@ START_TEST(test_create_lock_failures)
 }
 END_TEST
 
+/* As pthread_rwlock_init() above, for the pool's mutexes. */
+static long mutex_calls, mutex_fail_at;
+
+int pthread_mutex_init(pthread_mutex_t *restrict m, const pthread_mutexattr_t *restrict a)
+{
+	const pthread_mutex_t init = PTHREAD_MUTEX_INITIALIZER;
+
+	if (a)
+		abort(); /* no caller in this program passes attributes */
+	if (mutex_fail_at && ++mutex_calls == mutex_fail_at)
+		return EAGAIN;
+	*m = init;
+	return 0;
+}
+
+/*
+ * A mutex that cannot be made at any point of zpool_create() (the tables',
+ * the descriptors', the default page source's) fails it with ENOMEM and
+ * gives back every page and every allocation (valgrind checks the heap).
+ */
+START_TEST(test_create_mutex_failures)
+{
+	size_t arena_bytes = 64 * PG;
+	unsigned char *mem = malloc(arena_bytes);
+	unsigned char page[PG], out[PG];
+	struct failing_source f;
+	struct zpool_page_source src = { .alloc = failing_alloc, .free = failing_free, .ctx = &f };
+	struct zpool_config cfg = ZPOOL_CONFIG_INIT;
+	struct zpool *pool;
+	struct zpool_stats st;
+	zpool_handle_t h;
+	long k, failed;
+	int own;
+
+	ck_assert_ptr_nonnull(mem);
+	make_page(page, PAGE_TEXT, 1, 0);
+	/* Pass 0: a caller's source, whose pages are counted; 1: the default. */
+	for (own = 0; own < 2; own++) {
+		cfg.page_source = own ? NULL : &src;
+		pool = NULL;
+		failed = 0;
+		for (k = 1; !pool; k++) {
+			memset(&f, 0, sizeof(f));
+			ck_assert_int_eq(zpool_arena_init(mem, arena_bytes, &f.arena_src), 0);
+			mutex_calls = 0;
+			mutex_fail_at = k;
+			errno = 0;
+			pool = zpool_create(&cfg);
+			mutex_fail_at = 0;
+			if (pool)
+				break;
+			ck_assert_int_eq(errno, ENOMEM);
+			ck_assert_msg(f.outstanding == 0, "mutex %ld failed: %ld pages kept", k,
+				      f.outstanding);
+			failed++;
+		}
+		/* Four tables and the descriptors, and the default source's own. */
+		ck_assert_int_eq(failed, 5 + own);
+		if (!own) {
+			zpool_stats(pool, &st);
+			ck_assert_uint_eq(st.mem_used_total, (uint64_t)f.outstanding * PG);
+		}
+		ck_assert_int_eq(zpool_store(pool, page, &h), 0);
+		ck_assert_int_eq(zpool_load(pool, h, out), 0);
+		ck_assert_mem_eq(out, page, PG);
+		zpool_destroy(pool);
+		ck_assert_int_eq(f.outstanding, 0);
+	}
+	free(mem);
+}
+END_TEST
+
+/* As pthread_rwlock_init() above, for zram's writeback condition. */
+static long cond_calls, cond_fail_at;
+
+int pthread_cond_init(pthread_cond_t *restrict c, const pthread_condattr_t *restrict a)
+{
+	const pthread_cond_t init = PTHREAD_COND_INITIALIZER;
+
+	if (a)
+		abort(); /* no caller in this program passes attributes */
+	if (cond_fail_at && ++cond_calls == cond_fail_at)
+		return EAGAIN;
+	*c = init;
+	return 0;
+}
+
+/* Which of the three kinds a loop of test_zram_create_lock_failures fails. */
+static void fail_lock_at(int kind, long k)
+{
+	rwlock_calls = mutex_calls = cond_calls = 0;
+	rwlock_fail_at = kind == 0 ? k : 0;
+	mutex_fail_at = kind == 1 ? k : 0;
+	cond_fail_at = kind == 2 ? k : 0;
+}
+
+/*
+ * zram_create() with each rwlock, mutex and condition variable failing in
+ * turn fails with ENOMEM and gives back every page of its source and every
+ * allocation (valgrind checks the heap); so does the pool zram_reset()
+ * makes, after which the device answers -ENODEV until a reset succeeds.
+ */
+START_TEST(test_zram_create_lock_failures)
+{
+	size_t arena_bytes = 64 * PG;
+	unsigned char *mem = malloc(arena_bytes);
+	unsigned char page[PG], out[PG];
+	struct failing_source f;
+	struct zpool_page_source src = { .alloc = failing_alloc, .free = failing_free, .ctx = &f };
+	struct zram_config cfg = ZRAM_CONFIG_INIT;
+	long k, failed[3];
+	struct zram *z;
+	int kind, ret;
+
+	ck_assert_ptr_nonnull(mem);
+	make_page(page, PAGE_TEXT, 1, 0);
+	cfg.disksize = 64 * PG;
+	cfg.pool.page_source = &src;
+	for (kind = 0; kind < 3; kind++) {
+		z = NULL;
+		failed[kind] = 0;
+		for (k = 1; !z; k++) {
+			memset(&f, 0, sizeof(f));
+			ck_assert_int_eq(zpool_arena_init(mem, arena_bytes, &f.arena_src), 0);
+			fail_lock_at(kind, k);
+			errno = 0;
+			z = zram_create(&cfg);
+			fail_lock_at(0, 0);
+			if (z)
+				break;
+			ck_assert_int_eq(errno, ENOMEM);
+			ck_assert_msg(f.outstanding == 0, "lock kind %d, %ld failed: %ld pages kept",
+				      kind, k, f.outstanding);
+			failed[kind]++;
+		}
+		ck_assert_int_eq(zram_pages_io(z, REQ_OP_WRITE, 3, page, 1), 0);
+		/* The pool zram_reset() makes fails the same way. */
+		for (k = 1;; k++) {
+			fail_lock_at(kind, k);
+			ret = zram_reset(z);
+			fail_lock_at(0, 0);
+			if (!ret)
+				break;
+			ck_assert_int_eq(ret, -ENOMEM);
+			ck_assert(zram_pages_io(z, REQ_OP_WRITE, 3, page, 1) != 0);
+			ck_assert_int_eq(zram_set_recomp_algorithm(z, "lz4", 1), -ENODEV);
+		}
+		ck_assert_int_eq(zram_pages_io(z, REQ_OP_READ, 3, out, 1), 0);
+		ck_assert_uint_eq(out[0] | out[PG - 1], 0); /* reset: a hole */
+		ck_assert_int_eq(zram_pages_io(z, REQ_OP_WRITE, 3, page, 1), 0);
+		ck_assert_int_eq(zram_pages_io(z, REQ_OP_READ, 3, out, 1), 0);
+		ck_assert_mem_eq(out, page, PG);
+		zram_destroy(z);
+		ck_assert_int_eq(f.outstanding, 0);
+	}
+	/*
+	 * Each reached: zram's, its writeback's, the pool's, and the disk's
+	 * bio set's (a mutex and a condition).
+	 */
+	ck_assert_int_gt(failed[0], 1);
+	ck_assert_int_eq(failed[1], 3 + 5 + 1);
+	ck_assert_int_eq(failed[2], 1 + 1);
+	free(mem);
+}
+END_TEST
+
 START_TEST(test_arena_source)
 {
 	size_t bytes = 512 * PG + 123;
@@ -1107,6 +1274,8 @@ int main(void)
 		test_free_of_corrupt_codec_byte,
 		test_page_source_failures,
 		test_create_lock_failures,
+		test_create_mutex_failures,
+		test_zram_create_lock_failures,
 		test_arena_source,
 		test_default_source_aligned,
 		test_compaction_gives_pages_back,
