@@ -323,8 +323,11 @@ void zpool_destroy(struct zpool *pool)
 		destroy(pool);
 }
 
-/* Would @pages more pages pass the limit?  Checked before anything is
- * allocated, so a refused store changes nothing. */
+/*
+ * Would @pages more pages pass @limit (0: none)?  Asked before anything is
+ * allocated, so a refused store changes nothing, and with @pages 0 after,
+ * for what another thread took in between.
+ */
 static bool over_limit(struct zpool *pool, uint64_t limit, size_t pages)
 {
 	return limit && mem_used(pool) + (uint64_t)pages * ZP_PAGE_SIZE > limit;
@@ -406,7 +409,7 @@ static int store_obj(struct zpool *pool, struct size_class *c, struct zpool__cod
 	 * zram's order, allocate then check, still catches what a store on
 	 * another thread took between the estimate above and now.
 	 */
-	if (limit && mem_used(pool) > limit) {
+	if (over_limit(pool, limit, 0)) {
 		zpool__obj_free(pool, c, zsp, slot);
 		goto nomem;
 	}
@@ -575,7 +578,7 @@ static int store_group(struct zpool *pool, struct zpool__codec *codec, const uns
 	}
 	/* The tables' new pages, if any, count against the limit too. */
 	limit = atomic_load(&pool->mem_limit);
-	if (!g || i < nr || (limit && mem_used(pool) > limit)) {
+	if (!g || i < nr || over_limit(pool, limit, 0)) {
 		while (i--)
 			zpool__table_free(pool, &pool->handles, (uint32_t)handles[i]);
 		if (g)
