@@ -166,11 +166,14 @@ put() {
 		dd of="$1" oflag=seek_bytes seek="$2" conv=notrunc status=none
 }
 
-# discard MODEL OFFSET LENGTH: the range (whole sectors) trimmed on the disk
-# and zeroed in MODEL: zram frees the whole pages and zeroes partial ones.
+# discard MODEL OFFSET LENGTH: the range trimmed on the disk, and its whole
+# pages ($PAGE bytes, which the caller sets) zeroed in MODEL: the plugin
+# frees whole pages and leaves parts of pages as they were, as zram does.
 discard() {
+	local a=$((($2 + ${PAGE:?} - 1) / PAGE * PAGE)) b=$((($2 + $3) / PAGE * PAGE))
 	qemu-io -f raw -c "discard $2 $3" "$URI" >/dev/null
-	head -c "$3" /dev/zero | dd of="$1" oflag=seek_bytes seek="$2" conv=notrunc status=none
+	[ "$a" -lt "$b" ] || return 0
+	head -c $((b - a)) /dev/zero | dd of="$1" oflag=seek_bytes seek="$a" conv=notrunc status=none
 }
 
 # rewrite_check BASE WHAT: writes 1 MiB of 0xa5 at 0 and 3000 bytes of 0x5a

@@ -50,7 +50,7 @@ put "$WORK/want" $((2 * MiB + 28672)) 12288 172    # three pages across a group'
 put "$WORK/want" $((3 * MiB + 8192)) 4096 173      # one whole page of a group
 put "$WORK/want" $((4 * MiB)) 32768 0              # a whole group, as zeroes
 put "$WORK/want" $((5 * MiB + 512)) 65024 174      # sector-aligned, not page-aligned
-discard "$WORK/want" $((6 * MiB + 4096)) 8192
+discard "$WORK/want" $((6 * MiB + PAGE / 2)) $((2 * PAGE)) # a whole page, parts of two
 nbdcopy "$URI" "$WORK/out"
 cmp "$WORK/want" "$WORK/out" || fail "writes into groups read back different"
 echo "writes that cut groups and a trim inside one: read back as written"
