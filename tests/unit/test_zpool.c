@@ -631,51 +631,7 @@ int pthread_rwlock_init(pthread_rwlock_t *restrict l, const pthread_rwlockattr_t
 	return 0;
 }
 
-/*
- * A lock that cannot be made at any point of zpool_create() fails it with
- * ENOMEM and gives every page back, the class table's included (it was
- * given back by the count of classes made so far, not the count it was
- * made for).  Once creation succeeds, what the pool counts is what it
- * holds from its source.
- */
-START_TEST(test_create_lock_failures)
-{
-	size_t arena_bytes = 64 * PG;
-	unsigned char *mem = malloc(arena_bytes);
-	struct failing_source f;
-	struct zpool_page_source src = { .alloc = failing_alloc, .free = failing_free, .ctx = &f };
-	struct zpool_config cfg = ZPOOL_CONFIG_INIT;
-	struct zpool *pool = NULL;
-	struct zpool_stats st;
-	long k, failed = 0;
-
-	ck_assert_ptr_nonnull(mem);
-	cfg.page_source = &src;
-	for (k = 1; !pool; k++) {
-		memset(&f, 0, sizeof(f));
-		ck_assert_int_eq(zpool_arena_init(mem, arena_bytes, &f.arena_src), 0);
-		rwlock_calls = 0;
-		rwlock_fail_at = k;
-		pool = zpool_create(&cfg);
-		rwlock_fail_at = 0;
-		if (pool)
-			break;
-		ck_assert_int_eq(errno, ENOMEM);
-		ck_assert_msg(f.outstanding == 0,
-			      "lock %ld failed: %ld pages kept from the source", k, f.outstanding);
-		failed++;
-	}
-	/* Every class has a lock, and the codecs one more: each failed once. */
-	ck_assert_int_eq(failed, (long)pool->nr_distinct + 1);
-	zpool_stats(pool, &st);
-	ck_assert_uint_eq(st.mem_used_total, (uint64_t)f.outstanding * PG);
-	zpool_destroy(pool);
-	ck_assert_int_eq(f.outstanding, 0);
-	free(mem);
-}
-END_TEST
-
-/* As pthread_rwlock_init() above, for the pool's mutexes. */
+/* As pthread_rwlock_init() above, for mutexes. */
 static long mutex_calls, mutex_fail_at;
 
 int pthread_mutex_init(pthread_mutex_t *restrict m, const pthread_mutexattr_t *restrict a)
@@ -690,64 +646,7 @@ int pthread_mutex_init(pthread_mutex_t *restrict m, const pthread_mutexattr_t *r
 	return 0;
 }
 
-/*
- * A mutex that cannot be made at any point of zpool_create() (the tables',
- * the descriptors', the default page source's) fails it with ENOMEM and
- * gives back every page and every allocation (valgrind checks the heap).
- */
-START_TEST(test_create_mutex_failures)
-{
-	size_t arena_bytes = 64 * PG;
-	unsigned char *mem = malloc(arena_bytes);
-	unsigned char page[PG], out[PG];
-	struct failing_source f;
-	struct zpool_page_source src = { .alloc = failing_alloc, .free = failing_free, .ctx = &f };
-	struct zpool_config cfg = ZPOOL_CONFIG_INIT;
-	struct zpool *pool;
-	struct zpool_stats st;
-	zpool_handle_t h;
-	long k, failed;
-	int own;
-
-	ck_assert_ptr_nonnull(mem);
-	make_page(page, PAGE_TEXT, 1, 0);
-	/* Pass 0: a caller's source, whose pages are counted; 1: the default. */
-	for (own = 0; own < 2; own++) {
-		cfg.page_source = own ? NULL : &src;
-		pool = NULL;
-		failed = 0;
-		for (k = 1; !pool; k++) {
-			memset(&f, 0, sizeof(f));
-			ck_assert_int_eq(zpool_arena_init(mem, arena_bytes, &f.arena_src), 0);
-			mutex_calls = 0;
-			mutex_fail_at = k;
-			errno = 0;
-			pool = zpool_create(&cfg);
-			mutex_fail_at = 0;
-			if (pool)
-				break;
-			ck_assert_int_eq(errno, ENOMEM);
-			ck_assert_msg(f.outstanding == 0, "mutex %ld failed: %ld pages kept", k,
-				      f.outstanding);
-			failed++;
-		}
-		/* Four tables and the descriptors, and the default source's own. */
-		ck_assert_int_eq(failed, 5 + own);
-		if (!own) {
-			zpool_stats(pool, &st);
-			ck_assert_uint_eq(st.mem_used_total, (uint64_t)f.outstanding * PG);
-		}
-		ck_assert_int_eq(zpool_store(pool, page, &h), 0);
-		ck_assert_int_eq(zpool_load(pool, h, out), 0);
-		ck_assert_mem_eq(out, page, PG);
-		zpool_destroy(pool);
-		ck_assert_int_eq(f.outstanding, 0);
-	}
-	free(mem);
-}
-END_TEST
-
-/* As pthread_rwlock_init() above, for zram's writeback condition. */
+/* As pthread_rwlock_init() above, for condition variables. */
 static long cond_calls, cond_fail_at;
 
 int pthread_cond_init(pthread_cond_t *restrict c, const pthread_condattr_t *restrict a)
@@ -762,7 +661,7 @@ int pthread_cond_init(pthread_cond_t *restrict c, const pthread_condattr_t *rest
 	return 0;
 }
 
-/* Which of the three kinds a loop of test_zram_create_lock_failures fails. */
+/* Fail call @k of one kind: 0 rwlock, 1 mutex, 2 condition (0, 0: none). */
 static void fail_lock_at(int kind, long k)
 {
 	rwlock_calls = mutex_calls = cond_calls = 0;
@@ -770,6 +669,71 @@ static void fail_lock_at(int kind, long k)
 	mutex_fail_at = kind == 1 ? k : 0;
 	cond_fail_at = kind == 2 ? k : 0;
 }
+
+/*
+ * A lock (kind 0) or mutex (kind 1) that cannot be made at any point of
+ * zpool_create() fails it with ENOMEM and gives back every page and every
+ * allocation (valgrind checks the heap), the class table's included (it was
+ * given back by the count of classes made so far, not the count it was
+ * made for).  Once creation succeeds, what the pool counts is what it holds
+ * from its source, and it works.
+ */
+START_TEST(test_create_lock_failures)
+{
+	size_t arena_bytes = 64 * PG;
+	unsigned char *mem = malloc(arena_bytes);
+	unsigned char page[PG], out[PG];
+	struct failing_source f;
+	struct zpool_page_source src = { .alloc = failing_alloc, .free = failing_free, .ctx = &f };
+	struct zpool_config cfg = ZPOOL_CONFIG_INIT;
+	struct zpool *pool;
+	struct zpool_stats st;
+	zpool_handle_t h;
+	long k, failed;
+	int kind, own;
+
+	ck_assert_ptr_nonnull(mem);
+	make_page(page, PAGE_TEXT, 1, 0);
+	/* own 0: a caller's source, whose pages are counted; 1: the default. */
+	for (kind = 0; kind < 2; kind++)
+		for (own = 0; own < 2; own++) {
+			cfg.page_source = own ? NULL : &src;
+			pool = NULL;
+			failed = 0;
+			for (k = 1; !pool; k++) {
+				memset(&f, 0, sizeof(f));
+				ck_assert_int_eq(zpool_arena_init(mem, arena_bytes, &f.arena_src), 0);
+				fail_lock_at(kind, k);
+				errno = 0;
+				pool = zpool_create(&cfg);
+				fail_lock_at(0, 0);
+				if (pool)
+					break;
+				ck_assert_int_eq(errno, ENOMEM);
+				ck_assert_msg(f.outstanding == 0,
+					      "%s %ld failed: %ld pages kept from the source",
+					      kind ? "mutex" : "lock", k, f.outstanding);
+				failed++;
+			}
+			/*
+			 * Every class has a lock, and the codecs one more; four
+			 * tables and the descriptors have a mutex, and the
+			 * default source its own.
+			 */
+			ck_assert_int_eq(failed, kind ? 5 + own : (long)pool->nr_distinct + 1);
+			if (!own) {
+				zpool_stats(pool, &st);
+				ck_assert_uint_eq(st.mem_used_total, (uint64_t)f.outstanding * PG);
+			}
+			ck_assert_int_eq(zpool_store(pool, page, &h), 0);
+			ck_assert_int_eq(zpool_load(pool, h, out), 0);
+			ck_assert_mem_eq(out, page, PG);
+			zpool_destroy(pool);
+			ck_assert_int_eq(f.outstanding, 0);
+		}
+	free(mem);
+}
+END_TEST
 
 /*
  * zram_create() with each rwlock, mutex and condition variable failing in
@@ -1274,7 +1238,6 @@ int main(void)
 		test_free_of_corrupt_codec_byte,
 		test_page_source_failures,
 		test_create_lock_failures,
-		test_create_mutex_failures,
 		test_zram_create_lock_failures,
 		test_arena_source,
 		test_default_source_aligned,
