@@ -5,6 +5,12 @@
  * WRITE_ZEROES zeroes a range.  Completion is synchronous.  This is the
  * project's OS edge for files, so storage engines get a real backend and
  * drivers can stack on files.
+ *
+ * A file that takes no fallocate() mode (vfat, ramfs, some FUSE
+ * filesystems, a block device that cannot zero out) gets WRITE_ZEROES as
+ * written zeroes: the disk advertises the operation, and Linux's
+ * blkdev_issue_zeroout() would write zeroes where a device turns it down,
+ * a fallback libbvec has not got, so callers would see it fail.
  */
 #include <fcntl.h>
 #include <limits.h>
@@ -27,6 +33,13 @@
 #endif
 
 #define IOV_BATCH 64
+
+/* Large enough that one pwritev() of IOV_BATCH of it moves MiBs. */
+#define ZERO_BUF_SIZE (BVEC_PAGE_SIZE > 65536 ? BVEC_PAGE_SIZE : 65536)
+
+/* Never written: the source of written-out WRITE_ZEROES.  Page-aligned,
+ * so O_DIRECT descriptors take it. */
+static _Alignas(BVEC_PAGE_SIZE) unsigned char zero_buf[ZERO_BUF_SIZE];
 
 struct file_disk {
 	int fd;
@@ -111,16 +124,66 @@ static int file_fallocate(struct file_disk *fdisk, int mode, off_t off, off_t le
 	return ret ? -errno : 0;
 }
 
+int bvec__zero_iovecs(struct iovec *iov, int max, uint64_t len)
+{
+	int n;
+
+	for (n = 0; n < max && len; n++) {
+		iov[n].iov_base = zero_buf;
+		iov[n].iov_len = (size_t)BVEC_MIN(len, (uint64_t)ZERO_BUF_SIZE);
+		len -= iov[n].iov_len;
+	}
+	return n;
+}
+
+uint64_t bvec__zero_end(int fd, uint64_t off, uint64_t end, unsigned int lbs)
+{
+	struct stat st;
+	uint64_t size;
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return end;
+	size = (uint64_t)st.st_size;
+	if (size <= off)
+		return off;
+	size += (lbs - size % lbs) % lbs;
+	return BVEC_MIN(size, end);
+}
+
+static int file_write_zeroes(struct file_disk *fdisk, struct bio *bio, off_t off, off_t len)
+{
+	struct iovec iov[IOV_BATCH];
+	unsigned int lbs = bdev_logical_block_size(bio->bi_bdev);
+	uint64_t pos = (uint64_t)off;
+	uint64_t end = bvec__zero_end(fdisk->fd, pos, pos + (uint64_t)len, lbs);
+	int n, ret;
+
+	while (pos < end) {
+		n = bvec__zero_iovecs(iov, IOV_BATCH, end - pos);
+		ret = rw_all(fdisk->fd, iov, n, (off_t)pos, true);
+		if (ret)
+			return ret;
+		pos += BVEC_MIN(end - pos, (uint64_t)IOV_BATCH * ZERO_BUF_SIZE);
+	}
+	return 0;
+}
+
 static int file_zero(struct file_disk *fdisk, struct bio *bio, bool discard)
 {
 	off_t off = (off_t)(bio->bi_iter.bi_sector << BVEC_SECTOR_SHIFT);
 	off_t len = bio->bi_iter.bi_size;
+	int ret;
 
 	if (!len)	/* fallocate() refuses a length of 0: nothing to do */
 		return 0;
 	if (!discard && !file_fallocate(fdisk, FALLOC_FL_ZERO_RANGE, off, len))
 		return 0;
-	return file_fallocate(fdisk, FALLOC_FL_PUNCH_HOLE, off, len);
+	ret = file_fallocate(fdisk, FALLOC_FL_PUNCH_HOLE, off, len);
+	/* A DISCARD is advisory: its failure tells the caller, and there is
+	 * nothing to fall back to. */
+	if (discard || (ret != -EOPNOTSUPP && ret != -EINVAL))
+		return ret;
+	return file_write_zeroes(fdisk, bio, off, len);
 }
 
 static void file_submit_bio(struct bio *bio)

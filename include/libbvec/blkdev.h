@@ -683,7 +683,13 @@ BVEC_API int bvec_bio_iovec_count(const struct bio *bio, struct bvec_iter iter);
  * READ and WRITE become preadv()/pwritev() over the bio's own memory (no
  * copy), FLUSH and REQ_PREFLUSH/REQ_FUA become fdatasync(), DISCARD punches
  * a hole, WRITE_ZEROES zeroes the range (punching a hole where zeroing is
- * not supported).  Bios complete before submit_bio() returns.  The capacity
+ * not supported), both keeping the size.  Where the file takes neither
+ * (vfat, ramfs, some FUSE filesystems, a block device that cannot zero
+ * out), WRITE_ZEROES writes zeroes over the range instead, from a
+ * page-aligned buffer (so an O_DIRECT @fd works when the range is aligned
+ * as its data must be), up to the end of a regular file only, which does
+ * not grow; so it succeeds wherever writes would.  A DISCARD there fails
+ * with BLK_STS_NOTSUPP.  Bios complete before submit_bio() returns.  The capacity
  * is the file's size at creation, in whole sectors; a block device's, as
  * the kernel reports it (BLKGETSIZE64).  Those calls may sleep, so the disk
  * never has BLK_FEAT_NOWAIT, whatever @lim says: submit_bio() refuses

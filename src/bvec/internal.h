@@ -38,6 +38,18 @@ sector_t bvec__fd_sectors(int fd, const struct stat *st);
 /* drivers/file/file_disk.c: fstat() @fd into @st if a disk can be built
  * over it; false (the caller fails with EINVAL) if not. */
 bool bvec__fd_usable(int fd, struct stat *st);
+
+/*
+ * drivers/file/file_disk.c: WRITE_ZEROES written out, for a file that takes
+ * no fallocate() mode.  bvec__zero_iovecs() lays out up to @max iovecs over
+ * one shared, page-aligned buffer of zeroes (fit for O_DIRECT), covering at
+ * most @len bytes; returns how many.  bvec__zero_end() is where the zeroes
+ * over [@off, @end) stop: at the size of a regular file, rounded up to
+ * @lbs and never past @end, as FALLOC_FL_KEEP_SIZE does not grow the file
+ * (reads past its end are zeroes anyway); @end for anything else.
+ */
+int bvec__zero_iovecs(struct iovec *iov, int max, uint64_t len);
+uint64_t bvec__zero_end(int fd, uint64_t off, uint64_t end, unsigned int lbs);
 #endif
 
 /* bio_set.c */

@@ -31,6 +31,7 @@ static struct {
 	int fallocate_eintr;	/* the next N fallocate() fail EINTR */
 	int fdatasync_eintr;	/* the next N fdatasync() fail EINTR */
 	bool no_zero_range;	/* a filesystem without FALLOC_FL_ZERO_RANGE (tmpfs) */
+	bool no_punch;		/* nor FALLOC_FL_PUNCH_HOLE (vfat, ramfs, some FUSE) */
 	char log[256];		/* r w p z s: read, write, punch, zero, sync */
 	size_t nlog;
 } fake;
@@ -99,7 +100,8 @@ int fallocate(int fd, int mode, off_t off, off_t len)
 		return -1;
 	}
 	if (!(mode & FALLOC_FL_KEEP_SIZE) ||
-	    ((mode & FALLOC_FL_ZERO_RANGE) && fake.no_zero_range)) {
+	    ((mode & FALLOC_FL_ZERO_RANGE) && fake.no_zero_range) ||
+	    ((mode & FALLOC_FL_PUNCH_HOLE) && fake.no_punch)) {
 		errno = EOPNOTSUPP;
 		return -1;
 	}
@@ -320,6 +322,92 @@ START_TEST(test_write_zeroes_without_zero_range)
 }
 END_TEST
 
+/* The first byte of @back[0..@n) that is not zero inside [@z0, @z1) and
+ * pat(i, 0) outside, or @n: one assertion per range, not per byte. */
+static size_t first_bad(const unsigned char *back, size_t n, size_t z0, size_t z1)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (back[i] != (i >= z0 && i < z1 ? 0 : pat(i, 0)))
+			break;
+	return i;
+}
+
+/*
+ * Without any fallocate() mode (vfat, ramfs, some FUSE filesystems, a block
+ * device that cannot zero out), WRITE_ZEROES, which the disk advertises,
+ * writes zeroes instead: off a page, across several MiB, and past the end
+ * of a file that has shrunk (there, as with FALLOC_FL_KEEP_SIZE, the file
+ * does not grow).  A DISCARD is advisory and still fails.
+ */
+START_TEST(test_write_zeroes_without_fallocate)
+{
+	const size_t bytes = 16 * (size_t)PS > ((size_t)6 << 20) ? 16 * (size_t)PS : (size_t)6 << 20;
+	const size_t shrunk = bytes - 3 * (size_t)PS;
+	/* Several MiB from sector 3: neither end on a page. */
+	const size_t big_off = 3 * 512, big_len = bytes - 4 * (size_t)PS - 512;
+	/* From a page before the new end to past it. */
+	const size_t tail_off = shrunk - PS + 512, tail_len = 2 * (size_t)PS;
+	int fd = temp_file(bytes);
+	unsigned char *back = malloc(bytes);
+	struct gendisk *disk;
+	struct stat st;
+	size_t i;
+	int ret;
+
+	fake_reset();
+	disk = bvec_file_disk_create(fd, NULL);
+	ck_assert_ptr_nonnull(disk);
+	fake.no_zero_range = true;
+	fake.no_punch = true;
+
+	ret = rw_wait(disk, REQ_OP_WRITE_ZEROES, NULL, PS + 1024, 1);
+	ck_assert_msg(ret == 0, "WRITE_ZEROES of %u bytes at 512 failed %d (calls: %s)",
+		      PS + 1024, ret, fake.log);
+	ck_assert_int_eq(pread(fd, back, bytes, 0), (ssize_t)bytes);
+	ck_assert_uint_eq(first_bad(back, bytes, 512, 512 + PS + 1024), bytes);
+
+	/* Put the pattern back, then zero several MiB. */
+	for (i = 0; i < bytes; i++)
+		back[i] = pat(i, 0);
+	ck_assert_int_eq(pwrite(fd, back, bytes, 0), (ssize_t)bytes);
+	fake.nlog = 0;
+	memset(fake.log, 0, sizeof(fake.log));
+	ret = rw_wait(disk, REQ_OP_WRITE_ZEROES, NULL, (unsigned int)big_len,
+		      big_off >> BVEC_SECTOR_SHIFT);
+	ck_assert_msg(ret == 0, "WRITE_ZEROES of %zu bytes at %zu failed %d (calls: %s)",
+		      big_len, big_off, ret, fake.log);
+	ck_assert_int_eq(pread(fd, back, bytes, 0), (ssize_t)bytes);
+	ck_assert_uint_eq(first_bad(back, bytes, big_off, big_off + big_len), bytes);
+
+	/* The file shrinks under the disk; zero across its new end. */
+	for (i = 0; i < bytes; i++)
+		back[i] = pat(i, 0);
+	ck_assert_int_eq(pwrite(fd, back, bytes, 0), (ssize_t)bytes);
+	ck_assert_int_eq(ftruncate(fd, (off_t)shrunk), 0);
+	ret = rw_wait(disk, REQ_OP_WRITE_ZEROES, NULL, (unsigned int)tail_len,
+		      tail_off >> BVEC_SECTOR_SHIFT);
+	ck_assert_msg(ret == 0, "WRITE_ZEROES across the end of the file failed %d", ret);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_int_eq(st.st_size, (off_t)shrunk);
+	ck_assert_int_eq(pread(fd, back, shrunk, 0), (ssize_t)shrunk);
+	ck_assert_uint_eq(first_bad(back, shrunk, tail_off, shrunk), shrunk);
+	memset(back, 0xff, tail_len);
+	ck_assert_int_eq(rw_wait(disk, REQ_OP_READ, back, (unsigned int)tail_len,
+				 tail_off >> BVEC_SECTOR_SHIFT), 0);
+	ck_assert_uint_eq(first_bad(back, tail_len, 0, tail_len), tail_len);
+
+	/* Advisory: nothing to fall back to, and nothing changed. */
+	ck_assert_int_eq(rw_wait(disk, REQ_OP_DISCARD, NULL, PS, 0), -EOPNOTSUPP);
+	ck_assert_int_eq(pread(fd, back, PS, 0), (ssize_t)PS);
+	ck_assert_uint_eq(first_bad(back, PS, 0, 0), PS);
+	put_disk(disk);
+	close(fd);
+	free(back);
+}
+END_TEST
+
 /*
  * A transfer that fails after part of the bio moved ends the bio with the
  * error Linux maps the errno to, never as a success.
@@ -476,6 +564,7 @@ int main(void)
 		test_flush_and_fua_order,
 		test_fallocate_and_sync_interrupted,
 		test_write_zeroes_without_zero_range,
+		test_write_zeroes_without_fallocate,
 		test_error_midway,
 		test_append_refused,
 		test_large_offsets,
