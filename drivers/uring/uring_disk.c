@@ -11,6 +11,12 @@
  * thread under one lock; the CQ side belongs to the completion thread alone,
  * which is what lets liburing be used without further locking.
  *
+ * WRITE_ZEROES tries FALLOC_FL_ZERO_RANGE, then FALLOC_FL_PUNCH_HOLE, then
+ * writes zeroes (WRITEV SQEs over a shared buffer of them), as a file on
+ * vfat, ramfs or some FUSE filesystems takes no fallocate() mode: the disk
+ * advertises the operation, and Linux's blkdev_issue_zeroout() would write
+ * zeroes where a device turns it down, a fallback libbvec has not got.
+ *
  * REQ_POLLED bios go to a second ring of the same depth, the poll ring, that
  * the completion thread never touches.  Both its sides belong to whoever
  * holds poll_lock: submit_bio() only prepares a polled bio's SQE, and the
@@ -42,6 +48,9 @@
 
 enum slot_phase { PH_PREFLUSH, PH_DATA, PH_POSTFLUSH, PH_DONE };
 
+/* How a WRITE_ZEROES goes, each tried when the one before is refused. */
+enum zero_mode { Z_ZERO_RANGE, Z_PUNCH, Z_WRITE };
+
 struct uring_slot {
 	struct bio *bio;
 	/* What is left of the bio's data; the bio's own bi_iter stays as
@@ -54,7 +63,7 @@ struct uring_slot {
 	struct iovec *iov;
 	int iov_cap;
 	unsigned char phase;
-	bool punch;
+	unsigned char zmode;	/* enum zero_mode */
 	/* On the poll ring. */
 	bool polled;
 	/* Its SQE in flight is a READ_FIXED/WRITE_FIXED. */
@@ -178,6 +187,23 @@ static int find_buf(const struct uring_disk *ud, const struct iovec *iov)
 	return (int)b->index;
 }
 
+/* Cut @n iovecs to the test's max_io, if any; returns how many are left. */
+static int trim_iov(const struct uring_disk *ud, struct iovec *iov, int n)
+{
+	if (ud->max_io) {
+		size_t left = ud->max_io;
+		int i;
+
+		for (i = 0; i < n && left; i++) {
+			if (iov[i].iov_len > left)
+				iov[i].iov_len = left;
+			left -= iov[i].iov_len;
+		}
+		n = i;
+	}
+	return n;
+}
+
 /* Lay out up to URING_MAX_IOV iovecs of what is left; a rest that does not
  * fit is sent later, exactly like the rest of a short transfer. */
 static int fill_iov(struct uring_disk *ud, struct uring_slot *slot)
@@ -200,18 +226,7 @@ static int fill_iov(struct uring_disk *ud, struct uring_slot *slot)
 		slot->iov = iov;
 		slot->iov_cap = cap;
 	}
-	if (ud->max_io) {
-		size_t left = ud->max_io;
-		int i;
-
-		for (i = 0; i < n && left; i++) {
-			if (slot->iov[i].iov_len > left)
-				slot->iov[i].iov_len = left;
-			left -= slot->iov[i].iov_len;
-		}
-		n = i;
-	}
-	return n;
+	return trim_iov(ud, slot->iov, n);
 }
 
 static bool needs_postflush(const struct bio *bio)
@@ -255,7 +270,7 @@ static bool issue(struct uring_disk *ud, struct uring_slot *slot)
 	struct io_uring_sqe *sqe;
 	int idx = -1;
 	off_t off;
-	int mode;
+	int mode, nr;
 
 	for (;;) {
 		switch (slot->phase) {
@@ -291,7 +306,14 @@ static bool issue(struct uring_disk *ud, struct uring_slot *slot)
 			sqe->rw_flags = RWF_DSYNC;
 		break;
 	case REQ_OP_WRITE_ZEROES:
-		mode = slot->punch ? FALLOC_FL_PUNCH_HOLE : FALLOC_FL_ZERO_RANGE;
+		if (slot->zmode == Z_WRITE) {
+			nr = bvec__zero_iovecs(slot->iov, slot->iov_cap, slot->iter.bi_size);
+			nr = trim_iov(ud, slot->iov, nr);
+			io_uring_prep_rw(IORING_OP_WRITEV, sqe, ud->fd, slot->iov,
+					 (unsigned int)nr, (__u64)off);
+			break;
+		}
+		mode = slot->zmode == Z_PUNCH ? FALLOC_FL_PUNCH_HOLE : FALLOC_FL_ZERO_RANGE;
 		io_uring_prep_fallocate(sqe, ud->fd, mode | FALLOC_FL_KEEP_SIZE, off,
 					(off_t)slot->iter.bi_size);
 		break;
@@ -343,8 +365,15 @@ static bool cqe_done(struct uring_disk *ud, struct uring_slot *slot, int res)
 	if (res == -EAGAIN || res == -EINTR)
 		return issue(ud, slot);
 	if (res < 0 && slot->phase == PH_DATA && bio_op(bio) == REQ_OP_WRITE_ZEROES &&
-	    !slot->punch && (res == -EOPNOTSUPP || res == -EINVAL)) {
-		slot->punch = true;
+	    slot->zmode != Z_WRITE && (res == -EOPNOTSUPP || res == -EINVAL)) {
+		if (slot->zmode++ == Z_PUNCH) {
+			/* Writes past the end of a regular file would grow it. */
+			uint64_t end = bvec__zero_end(ud->fd, slot->pos,
+						      slot->pos + slot->iter.bi_size,
+						      bdev_logical_block_size(bio->bi_bdev));
+
+			slot->iter.bi_size = (unsigned int)(end - slot->pos);
+		}
 		return issue(ud, slot);
 	}
 	if (res < 0) {
@@ -353,7 +382,14 @@ static bool cqe_done(struct uring_disk *ud, struct uring_slot *slot, int res)
 	}
 	switch (slot->phase) {
 	case PH_DATA:
-		if (bio_op(bio) != REQ_OP_READ && bio_op(bio) != REQ_OP_WRITE) {
+		if (bio_op(bio) == REQ_OP_WRITE_ZEROES && slot->zmode == Z_WRITE) {
+			if (!res) {
+				slot->status = BLK_STS_IOERR;
+				return false;
+			}
+			slot->iter.bi_size -= (unsigned int)res;
+			slot->pos += (unsigned int)res;
+		} else if (bio_op(bio) != REQ_OP_READ && bio_op(bio) != REQ_OP_WRITE) {
 			slot->iter.bi_size = 0;
 		} else if (res > 0) {
 			bio_advance_iter(bio, &slot->iter, (unsigned int)res);
@@ -387,7 +423,7 @@ static void start(struct uring_disk *ud, struct bio *bio, struct bio_list *done)
 	slot->iter = bio->bi_iter;
 	slot->pos = (uint64_t)bio->bi_iter.bi_sector << BVEC_SECTOR_SHIFT;
 	slot->phase = PH_PREFLUSH;
-	slot->punch = false;
+	slot->zmode = Z_ZERO_RANGE;
 	slot->polled = (bio->bi_opf & REQ_POLLED) != 0;
 	slot->fixed = false;
 	slot->status = BLK_STS_OK;

@@ -738,6 +738,12 @@ BVEC_API struct gendisk *bvec_file_disk_create(int fd, const struct queue_limits
  * write becomes RWF_DSYNC, and on anything else an fdatasync after it.
  * DISCARD and SECURE_ERASE punch a hole, WRITE_ZEROES zeroes the range
  * (punching a hole where zeroing is not supported), both keeping the size.
+ * Where the file takes neither (vfat, ramfs, some FUSE filesystems),
+ * WRITE_ZEROES becomes WRITEV SQEs of a page-aligned buffer of zeroes over
+ * the range (so an O_DIRECT @fd works when the range is aligned as its
+ * data must be), up to the end of a regular file only, which does not
+ * grow; so it succeeds wherever writes would.  A DISCARD there fails with
+ * BLK_STS_NOTSUPP.
  * Errors complete the bio with errno_to_blk_status() of the errno (EIO,
  * EBADF... BLK_STS_IOERR; ENOSPC BLK_STS_NOSPC; EOPNOTSUPP
  * BLK_STS_NOTSUPP; EINVAL BLK_STS_INVAL).  The capacity is the file's size

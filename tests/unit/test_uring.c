@@ -4,8 +4,16 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#if defined(__has_include)
+#if __has_include(<linux/loop.h>) /* not in the musl build's path */
+#include <linux/loop.h>
+#endif
+#endif
 
 #include <libbvec/blkdev.h>
 #include <libbvec/stripe.h>
@@ -543,6 +551,207 @@ START_TEST(test_flush_discard_zeroes)
 		ck_assert_uint_eq(buf[i], 0);
 	put_disk(disk);
 	close(fd);
+}
+END_TEST
+
+/*
+ * A ramfs mounted on a new directory: files there take no fallocate() mode
+ * at all, as on vfat or some FUSE filesystems, and io_uring's FALLOCATE
+ * goes to the kernel, so nothing short of such a filesystem shows it.
+ * False (the directory removed) where this process may not mount.
+ */
+static bool ramfs_mount(char *dir)
+{
+	if (!mkdtemp(dir))
+		return false;
+	if (mount("ramfs", dir, "ramfs", 0, NULL)) {
+		printf("ramfs: mount: %s\n", strerror(errno));
+		rmdir(dir);
+		return false;
+	}
+	return true;
+}
+
+static void ramfs_umount(const char *dir)
+{
+	ck_assert_int_eq(umount2(dir, MNT_DETACH), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+
+/* The first byte of @m[0..@n), at file offset @base + i, that is not zero
+ * inside [@z0, @z1) and pat_old outside, or @n. */
+static size_t zero_first_bad(const unsigned char *m, size_t n, size_t base, size_t z0, size_t z1)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (m[i] != (base + i >= z0 && base + i < z1 ? 0 : pat_old(base + i)))
+			break;
+	return i;
+}
+
+static void fill_old(int fd, unsigned char *m, size_t bytes)
+{
+	size_t i;
+
+	for (i = 0; i < bytes; i++)
+		m[i] = pat_old(i);
+	ck_assert_int_eq(pwrite(fd, m, bytes, 0), (ssize_t)bytes);
+	/* A block device's fallocate() drops its page cache, dirty or not. */
+	ck_assert_int_eq(fsync(fd), 0);
+}
+
+/*
+ * WRITE_ZEROES on @disk, whose file (@fd, buffered) takes no fallocate()
+ * mode, over @bytes: a page and 1 KiB from sector 1, then several MiB off a
+ * page; each zeroes exactly its range.  A DISCARD fails BLK_STS_NOTSUPP.
+ */
+static void zeroes_written(struct gendisk *disk, int fd, size_t bytes, const char *what)
+{
+	const unsigned int ps = (unsigned int)BVEC_PAGE_SIZE;
+	const size_t big_off = 3 * 512, big_len = bytes - 4 * (size_t)ps - 512;
+	unsigned char *m = malloc(bytes);
+	int ret;
+
+	fill_old(fd, m, bytes);
+	ret = rw_wait(disk, REQ_OP_WRITE_ZEROES, 0, NULL, ps + 1024, 1);
+	ck_assert_msg(ret == 0, "%s: WRITE_ZEROES of %u bytes at 512 failed %d", what,
+		      ps + 1024, ret);
+	ck_assert_int_eq(pread(fd, m, bytes, 0), (ssize_t)bytes);
+	ck_assert_uint_eq(zero_first_bad(m, bytes, 0, 512, 512 + ps + 1024), bytes);
+
+	fill_old(fd, m, bytes);
+	ret = rw_wait(disk, REQ_OP_WRITE_ZEROES, REQ_FUA, NULL, (unsigned int)big_len,
+		      big_off >> BVEC_SECTOR_SHIFT);
+	ck_assert_msg(ret == 0, "%s: WRITE_ZEROES of %zu bytes at %zu failed %d", what, big_len,
+		      big_off, ret);
+	ck_assert_int_eq(pread(fd, m, bytes, 0), (ssize_t)bytes);
+	ck_assert_uint_eq(zero_first_bad(m, bytes, 0, big_off, big_off + big_len), bytes);
+
+	fill_old(fd, m, bytes);
+	ck_assert_int_eq(rw_wait(disk, REQ_OP_DISCARD, 0, NULL, ps, 0), -EOPNOTSUPP);
+	ck_assert_int_eq(pread(fd, m, bytes, 0), (ssize_t)bytes);
+	ck_assert_uint_eq(zero_first_bad(m, bytes, 0, 0, 0), bytes);
+	free(m);
+}
+
+static size_t zeroes_bytes(void)
+{
+	const size_t mib6 = (size_t)6 << 20, pages = 16 * (size_t)BVEC_PAGE_SIZE;
+
+	return pages > mib6 ? pages : mib6;
+}
+
+/*
+ * Over a file that takes no fallocate() mode, WRITE_ZEROES, which the disk
+ * advertises, writes zeroes: off a page, over several MiB (several SQEs),
+ * and across the end of a file that has shrunk, which does not grow.
+ */
+START_TEST(test_write_zeroes_without_fallocate)
+{
+	char dir[] = "/tmp/bvec-ramfs-XXXXXX", path[64];
+	const size_t bytes = zeroes_bytes(), ps = BVEC_PAGE_SIZE;
+	const size_t shrunk = bytes - 3 * ps, tail_off = shrunk - ps + 512, tail_len = 2 * ps;
+	struct gendisk *disk;
+	unsigned char *m;
+	struct stat st;
+	int fd, ret;
+
+	if (!ramfs_mount(dir)) {
+		printf("test_write_zeroes_without_fallocate: cannot mount a ramfs; not checked\n");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/f", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, (off_t)bytes), 0);
+	disk = bvec_uring_disk_create(fd, NULL, 4);
+	ck_assert_ptr_nonnull(disk);
+	zeroes_written(disk, fd, bytes, "ramfs file");
+
+	m = malloc(bytes);
+	fill_old(fd, m, bytes);
+	ck_assert_int_eq(ftruncate(fd, (off_t)shrunk), 0);
+	ret = rw_wait(disk, REQ_OP_WRITE_ZEROES, 0, NULL, (unsigned int)tail_len,
+		      tail_off >> BVEC_SECTOR_SHIFT);
+	ck_assert_msg(ret == 0, "WRITE_ZEROES across the end of the file failed %d", ret);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_int_eq(st.st_size, (off_t)shrunk);
+	ck_assert_int_eq(pread(fd, m, shrunk, 0), (ssize_t)shrunk);
+	ck_assert_uint_eq(zero_first_bad(m, shrunk, 0, tail_off, shrunk), shrunk);
+	memset(m, 0xff, tail_len);
+	ck_assert_int_eq(rw_wait(disk, REQ_OP_READ, 0, m, (unsigned int)tail_len,
+				 tail_off >> BVEC_SECTOR_SHIFT), 0);
+	ck_assert_uint_eq(zero_first_bad(m, tail_len, 0, 0, tail_len), tail_len);
+	free(m);
+	put_disk(disk);
+	close(fd);
+	ramfs_umount(dir);
+}
+END_TEST
+
+/*
+ * The same over a block device that cannot zero out (a loop device over a
+ * ramfs file), opened O_DIRECT.  Linux's FALLOC_FL_ZERO_RANGE on a block
+ * device writes zeroes itself where the device has no WRITE_ZEROES, so
+ * only the DISCARD fails; this keeps the disk honest there all the same.
+ */
+START_TEST(test_write_zeroes_without_zeroout_direct)
+{
+#if defined(LOOP_CONFIGURE) && defined(O_DIRECT)
+	char dir[] = "/tmp/bvec-ramfs-XXXXXX", path[64], dev[32];
+	const size_t bytes = zeroes_bytes();
+	struct loop_config cfg;
+	struct queue_limits lim;
+	struct gendisk *disk;
+	int fd, ctl, n, lfd = -1, dfd;
+
+	if (!ramfs_mount(dir)) {
+		printf("test_write_zeroes_without_zeroout_direct: cannot mount a ramfs; "
+		       "not checked\n");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/f", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, (off_t)bytes), 0);
+	ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	n = ctl < 0 ? -1 : ioctl(ctl, LOOP_CTL_GET_FREE);
+	if (n >= 0) {
+		snprintf(dev, sizeof(dev), "/dev/loop%d", n);
+		lfd = open(dev, O_RDWR | O_CLOEXEC);
+	}
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.fd = (unsigned int)fd;
+	cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR; /* detached at the last close */
+	if (lfd < 0 || ioctl(lfd, LOOP_CONFIGURE, &cfg)) {
+		printf("test_write_zeroes_without_zeroout_direct: no loop device (%s); "
+		       "not checked\n", strerror(errno));
+		if (lfd >= 0)
+			close(lfd);
+		if (ctl >= 0)
+			close(ctl);
+		close(fd);
+		ramfs_umount(dir);
+		return;
+	}
+	close(ctl);
+	dfd = open(dev, O_RDWR | O_DIRECT | O_CLOEXEC);
+	ck_assert_int_ge(dfd, 0);
+	blk_set_stacking_limits(&lim);
+	lim.logical_block_size = 512;
+	disk = bvec_uring_disk_create(dfd, &lim, 4);
+	ck_assert_ptr_nonnull(disk);
+	zeroes_written(disk, lfd, bytes, "O_DIRECT loop device");
+	put_disk(disk);
+	close(dfd);
+	close(lfd);
+	close(fd);
+	ramfs_umount(dir);
+#else
+	printf("test_write_zeroes_without_zeroout_direct: built without <linux/loop.h>; "
+	       "not checked\n");
+#endif
 }
 END_TEST
 
@@ -1534,6 +1743,8 @@ int main(void)
 		test_chained_error_survives,
 		test_not_nowait,
 		test_flush_discard_zeroes,
+		test_write_zeroes_without_fallocate,
+		test_write_zeroes_without_zeroout_direct,
 		test_bio_larger_than_one_sqe,
 		test_registered_buffers,
 		test_unregister_waits,
