@@ -409,6 +409,54 @@ START_TEST(test_write_zeroes_without_fallocate)
 END_TEST
 
 /*
+ * The zeroes written for a file without fallocate() modes go through an
+ * O_DIRECT descriptor too: from aligned memory, in aligned pieces.  Ranges
+ * on 4 KiB, the most O_DIRECT asks of common filesystems.
+ */
+START_TEST(test_write_zeroes_without_fallocate_direct)
+{
+#ifdef O_DIRECT
+	const size_t bytes = 16 * (size_t)PS > ((size_t)6 << 20) ? 16 * (size_t)PS : (size_t)6 << 20;
+	const size_t z_off = 4096, z_len = bytes - 3 * (size_t)4096;
+	int fd = temp_file(bytes), dfd;
+	unsigned char *back = malloc(bytes);
+	struct queue_limits lim;
+	struct gendisk *disk;
+	char path[64];
+	int ret;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	dfd = open(path, O_RDWR | O_DIRECT);
+	if (dfd < 0) {
+		printf("test_write_zeroes_without_fallocate_direct: no O_DIRECT here (%s); "
+		       "not checked\n", strerror(errno));
+		close(fd);
+		free(back);
+		return;
+	}
+	fake_reset();
+	blk_set_stacking_limits(&lim);
+	lim.logical_block_size = 4096;
+	disk = bvec_file_disk_create(dfd, &lim);
+	ck_assert_ptr_nonnull(disk);
+	fake.no_zero_range = true;
+	fake.no_punch = true;
+	ret = rw_wait(disk, REQ_OP_WRITE_ZEROES, NULL, (unsigned int)z_len, z_off >> BVEC_SECTOR_SHIFT);
+	ck_assert_msg(ret == 0, "O_DIRECT: WRITE_ZEROES of %zu bytes at %zu failed %d (calls: %s)",
+		      z_len, z_off, ret, fake.log);
+	ck_assert_int_eq(pread(fd, back, bytes, 0), (ssize_t)bytes);
+	ck_assert_uint_eq(first_bad(back, bytes, z_off, z_off + z_len), bytes);
+	put_disk(disk);
+	close(dfd);
+	close(fd);
+	free(back);
+#else
+	printf("test_write_zeroes_without_fallocate_direct: no O_DIRECT; not checked\n");
+#endif
+}
+END_TEST
+
+/*
  * A transfer that fails after part of the bio moved ends the bio with the
  * error Linux maps the errno to, never as a success.
  */
@@ -565,6 +613,7 @@ int main(void)
 		test_fallocate_and_sync_interrupted,
 		test_write_zeroes_without_zero_range,
 		test_write_zeroes_without_fallocate,
+		test_write_zeroes_without_fallocate_direct,
 		test_error_midway,
 		test_append_refused,
 		test_large_offsets,
