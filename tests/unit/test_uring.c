@@ -668,6 +668,10 @@ START_TEST(test_write_zeroes_without_fallocate)
 	disk = bvec_uring_disk_create(fd, NULL, 4);
 	ck_assert_ptr_nonnull(disk);
 	zeroes_written(disk, fd, bytes, "ramfs file");
+	/* Every write short, and off a sector: the rest is sent again. */
+	bvec__uring_disk_set_max_io(disk, 1000 * 64);
+	zeroes_written(disk, fd, bytes, "ramfs file, short writes");
+	bvec__uring_disk_set_max_io(disk, 0);
 
 	m = malloc(bytes);
 	fill_old(fd, m, bytes);
