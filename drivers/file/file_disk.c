@@ -7,10 +7,11 @@
  * drivers can stack on files.
  *
  * A file that takes no fallocate() mode (vfat, ramfs, some FUSE
- * filesystems, a block device that cannot zero out) gets WRITE_ZEROES as
- * written zeroes: the disk advertises the operation, and Linux's
- * blkdev_issue_zeroout() would write zeroes where a device turns it down,
- * a fallback libbvec has not got, so callers would see it fail.
+ * filesystems) gets WRITE_ZEROES as written zeroes: the disk advertises the
+ * operation, and Linux's blkdev_issue_zeroout() would write zeroes where a
+ * device turns it down, a fallback libbvec has not got, so callers would
+ * see it fail.  (A block device's FALLOC_FL_ZERO_RANGE already writes
+ * zeroes where the device cannot zero out.)
  */
 #include <fcntl.h>
 #include <limits.h>

@@ -684,8 +684,8 @@ BVEC_API int bvec_bio_iovec_count(const struct bio *bio, struct bvec_iter iter);
  * copy), FLUSH and REQ_PREFLUSH/REQ_FUA become fdatasync(), DISCARD punches
  * a hole, WRITE_ZEROES zeroes the range (punching a hole where zeroing is
  * not supported), both keeping the size.  Where the file takes neither
- * (vfat, ramfs, some FUSE filesystems, a block device that cannot zero
- * out), WRITE_ZEROES writes zeroes over the range instead, from a
+ * (vfat, ramfs, some FUSE filesystems; a block device's ZERO_RANGE always
+ * works, as Linux writes zeroes itself), WRITE_ZEROES writes zeroes over the range instead, from a
  * page-aligned buffer (so an O_DIRECT @fd works when the range is aligned
  * as its data must be), up to the end of a regular file only, which does
  * not grow; so it succeeds wherever writes would.  A DISCARD there fails

@@ -335,11 +335,10 @@ static size_t first_bad(const unsigned char *back, size_t n, size_t z0, size_t z
 }
 
 /*
- * Without any fallocate() mode (vfat, ramfs, some FUSE filesystems, a block
- * device that cannot zero out), WRITE_ZEROES, which the disk advertises,
- * writes zeroes instead: off a page, across several MiB, and past the end
- * of a file that has shrunk (there, as with FALLOC_FL_KEEP_SIZE, the file
- * does not grow).  A DISCARD is advisory and still fails.
+ * Without any fallocate() mode (vfat, ramfs, some FUSE filesystems),
+ * WRITE_ZEROES, which the disk advertises, writes zeroes instead: off a
+ * page, across several MiB, and past the end of a file that has shrunk
+ * (there, as with FALLOC_FL_KEEP_SIZE, the file does not grow).  A DISCARD is advisory and still fails.
  */
 START_TEST(test_write_zeroes_without_fallocate)
 {
