@@ -342,8 +342,9 @@ static bool over_limit(struct zpool *pool, uint64_t limit, size_t pages)
 static int store_same(struct zpool *pool, unsigned long word, zpool_handle_t *handle)
 {
 	uint64_t limit = atomic_load(&pool->mem_limit);
-	size_t cost = zpool__table_alloc_cost(&pool->same) +
-		      zpool__table_alloc_cost(&pool->handles);
+	/* The cost takes both tables' locks: only worth it under a limit. */
+	size_t cost = limit ? zpool__table_alloc_cost(&pool->same) +
+				      zpool__table_alloc_cost(&pool->handles) : 0;
 	size_t same_pages = 0, handle_pages = 0;
 	uint32_t idx, h;
 
