@@ -685,11 +685,12 @@ BVEC_API int bvec_bio_iovec_count(const struct bio *bio, struct bvec_iter iter);
  * a hole, WRITE_ZEROES zeroes the range (punching a hole where zeroing is
  * not supported), both keeping the size.  Where the file takes neither
  * (vfat, ramfs, some FUSE filesystems; a block device's ZERO_RANGE always
- * works, as Linux writes zeroes itself), WRITE_ZEROES writes zeroes over the range instead, from a
- * page-aligned buffer (so an O_DIRECT @fd works when the range is aligned
- * as its data must be), up to the end of a regular file only, which does
- * not grow; so it succeeds wherever writes would.  A DISCARD there fails
- * with BLK_STS_NOTSUPP.  Bios complete before submit_bio() returns.  The capacity
+ * works, as Linux writes zeroes itself), WRITE_ZEROES writes zeroes over
+ * the range instead, from a page-aligned buffer (so an O_DIRECT @fd works
+ * when the range is aligned as its data must be), up to the end of a
+ * regular file only, which does not grow; so it succeeds wherever writes
+ * would.  A DISCARD there fails with BLK_STS_NOTSUPP.  Bios complete before
+ * submit_bio() returns.  The capacity
  * is the file's size at creation, in whole sectors; a block device's, as
  * the kernel reports it (BLKGETSIZE64).  Those calls may sleep, so the disk
  * never has BLK_FEAT_NOWAIT, whatever @lim says: submit_bio() refuses
@@ -775,8 +776,9 @@ BVEC_API struct gendisk *bvec_file_disk_create(int fd, const struct queue_limits
  * ENOSYS, and so it does where the kernel has no io_uring.
  *
  * Return: the disk, or NULL with errno EINVAL (bad @fd, one opened with
- * O_APPEND, @queue_depth or limits), ENOMEM, ENOSYS (no io_uring) or another errno of io_uring_setup()
- * (EPERM where io_uring is disabled, EMFILE).
+ * O_APPEND, @queue_depth or limits), ENOMEM, ENOSYS (no io_uring) or
+ * another errno of io_uring_setup() (EPERM where io_uring is disabled,
+ * EMFILE).
  */
 BVEC_API struct gendisk *bvec_uring_disk_create(int fd, const struct queue_limits *lim,
 						unsigned int queue_depth);
